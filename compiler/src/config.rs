@@ -1,0 +1,295 @@
+//! Loading `parallax.yaml` and the rules tree into evaluator sources.
+//!
+//! Layout: the config's inline `evaluators:` plus every
+//! `<rules_dir>/<engine>/*.yaml` file, each file one evaluator named after
+//! it. A file is a bare list of rules, or `evaluator: {name, stages,
+//! enabled}` with `rules:`. Rules stay as YAML values here; the lowering
+//! step parses them per engine so its errors can name the rule.
+
+use crate::error::{CompileError, CompileErrors};
+use crate::yaml;
+use parallax_runtime::{EngineKind, ProxySettings, ReportingSettings, ServerSettings, Settings, Stage};
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConfigFile {
+    #[serde(default)]
+    server: ServerSettings,
+    #[serde(default)]
+    reporting: ReportingSettings,
+    #[serde(default)]
+    proxy: ProxySettings,
+    #[serde(default)]
+    evaluators: Vec<InlineEvaluator>,
+    rules_dir: Option<String>,
+    #[serde(default)]
+    disabled: Vec<String>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct InlineEvaluator {
+    name: String,
+    #[serde(rename = "type")]
+    engine: EngineKind,
+    stages: Option<Vec<Stage>>,
+    #[serde(default = "yes")]
+    enabled: bool,
+    rules: Option<Vec<serde_yaml::Value>>,
+    rules_file: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileHeader {
+    name: Option<String>,
+    stages: Option<Vec<Stage>>,
+    #[serde(default = "yes")]
+    enabled: bool,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RuleFileWithHeader {
+    evaluator: FileHeader,
+    rules: Vec<serde_yaml::Value>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum RuleFile {
+    List(Vec<serde_yaml::Value>),
+    WithHeader(RuleFileWithHeader),
+}
+
+/// An evaluator as found in the sources, rules not yet parsed.
+#[derive(Debug, Clone)]
+pub struct EvaluatorSource {
+    pub name: String,
+    pub engine: EngineKind,
+    /// `None`: the engine's default stages.
+    pub stages: Option<Vec<Stage>>,
+    pub enabled: bool,
+    /// Defined inline in the config (rather than in the rules tree).
+    pub inline: bool,
+    /// The file its rules come from.
+    pub path: PathBuf,
+    pub rules: Vec<serde_yaml::Value>,
+}
+
+/// A loaded configuration: settings plus every evaluator source.
+#[derive(Debug, Clone)]
+pub struct ConfigSources {
+    pub path: PathBuf,
+    pub settings: Settings,
+    pub evaluators: Vec<EvaluatorSource>,
+    pub disabled: Vec<String>,
+    /// Every file and folder the result depends on (for `rerun-if-changed`).
+    pub inputs: Vec<PathBuf>,
+}
+
+/// The stages an engine's rules run at unless told otherwise.
+pub fn default_stages(engine: EngineKind) -> Vec<Stage> {
+    match engine {
+        EngineKind::Regex => vec![Stage::ToolBefore, Stage::ToolAfter],
+        EngineKind::Pattern => vec![Stage::ToolBefore],
+    }
+}
+
+fn read(path: &Path) -> Result<String, CompileError> {
+    std::fs::read_to_string(path).map_err(|source| CompileError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// Reads the config at `path` and the rules tree it points to.
+pub fn load(path: &Path) -> Result<ConfigSources, CompileErrors> {
+    let text = read(path)?;
+    let file: ConfigFile = yaml::from_str(&text).map_err(|m| CompileError::file(path, m))?;
+    let base = path.parent().unwrap_or(Path::new("."));
+    let mut errors = Vec::new();
+    let mut evaluators = Vec::new();
+    let mut inputs = vec![path.to_path_buf()];
+    for (i, ev) in file.evaluators.into_iter().enumerate() {
+        let rules = match (ev.rules, ev.rules_file) {
+            (Some(rules), None) => Ok((path.to_path_buf(), rules)),
+            (None, Some(f)) => {
+                let p = base.join(f);
+                inputs.push(p.clone());
+                load_rules_file(&p).map(|(header, rules)| {
+                    if header.is_some() {
+                        errors.push(CompileError::file(
+                            &p,
+                            "a `rules_file` of an inline evaluator is a plain list of rules; \
+                             its `evaluator:` header belongs in the config",
+                        ));
+                    }
+                    (p, rules)
+                })
+            }
+            (Some(_), Some(_)) => Err(CompileError::file(
+                path,
+                format!("evaluators[{i}] (`{}`): give `rules` or `rules_file`, not both", ev.name),
+            )),
+            (None, None) => Err(CompileError::file(
+                path,
+                format!("evaluators[{i}] (`{}`): needs `rules` or `rules_file`", ev.name),
+            )),
+        };
+        match rules {
+            Ok((src, rules)) => evaluators.push(EvaluatorSource {
+                name: ev.name,
+                engine: ev.engine,
+                stages: ev.stages,
+                enabled: ev.enabled,
+                inline: true,
+                path: src,
+                rules,
+            }),
+            Err(e) => errors.push(e),
+        }
+    }
+    let rules_dir = base.join(file.rules_dir.as_deref().unwrap_or("rules"));
+    if rules_dir.is_dir() {
+        inputs.push(rules_dir.clone());
+        match load_tree(&rules_dir, &mut inputs) {
+            Ok(mut evs) => evaluators.append(&mut evs),
+            Err(mut es) => errors.append(&mut es.0),
+        }
+    } else if file.rules_dir.is_some() {
+        errors.push(CompileError::file(
+            path,
+            format!("rules_dir `{}` is not a directory", rules_dir.display()),
+        ));
+    }
+    if !errors.is_empty() {
+        return Err(CompileErrors(errors));
+    }
+    Ok(ConfigSources {
+        path: path.to_path_buf(),
+        settings: Settings {
+            server: file.server,
+            reporting: file.reporting,
+            proxy: file.proxy,
+        },
+        evaluators,
+        disabled: file.disabled,
+        inputs,
+    })
+}
+
+fn load_rules_file(
+    path: &Path,
+) -> Result<(Option<FileHeader>, Vec<serde_yaml::Value>), CompileError> {
+    let text = read(path)?;
+    // An empty file is an evaluator with no rules, not an error.
+    if text.trim().is_empty() {
+        return Ok((None, Vec::new()));
+    }
+    let value: serde_yaml::Value =
+        serde_yaml::from_str(&text).map_err(|e| CompileError::file(path, e.to_string()))?;
+    if let serde_yaml::Value::Mapping(m) = &value {
+        if !m.contains_key("evaluator") || !m.contains_key("rules") {
+            return Err(CompileError::file(
+                path,
+                "a rule file is a list of rules, or a mapping with `evaluator:` and `rules:`",
+            ));
+        }
+    }
+    match yaml::from_value::<RuleFile>(value) {
+        Ok(RuleFile::List(rules)) => Ok((None, rules)),
+        Ok(RuleFile::WithHeader(f)) => Ok((Some(f.evaluator), f.rules)),
+        Err(_) => {
+            // Untagged enums lose the real error; re-parse as the header form
+            // (the list form cannot fail once the value is a sequence).
+            let m = yaml::from_str::<RuleFileWithHeader>(&text).err().unwrap_or_default();
+            Err(CompileError::file(path, m))
+        }
+    }
+}
+
+fn load_tree(dir: &Path, inputs: &mut Vec<PathBuf>) -> Result<Vec<EvaluatorSource>, CompileErrors> {
+    let mut errors = Vec::new();
+    let mut out = Vec::new();
+    let entries = sorted_entries(dir).map_err(|source| CompileError::Io {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    for sub in entries {
+        if !sub.is_dir() {
+            continue;
+        }
+        let name = sub.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        let Some(engine) = EngineKind::ALL.into_iter().find(|e| e.as_str() == name) else {
+            let known: Vec<&str> = EngineKind::ALL.iter().map(|e| e.as_str()).collect();
+            errors.push(CompileError::file(
+                &sub,
+                format!("unknown engine directory `{name}` (this build supports: {})", known.join(", ")),
+            ));
+            continue;
+        };
+        inputs.push(sub.clone());
+        let files = match sorted_entries(&sub) {
+            Ok(f) => f,
+            Err(source) => {
+                errors.push(CompileError::Io { path: sub.clone(), source });
+                continue;
+            }
+        };
+        for file in files {
+            let is_yaml = matches!(
+                file.extension().and_then(|e| e.to_str()),
+                Some("yaml" | "yml")
+            );
+            if !is_yaml || !file.is_file() {
+                continue;
+            }
+            inputs.push(file.clone());
+            match load_rules_file(&file) {
+                Ok((header, rules)) => {
+                    let stem = file
+                        .file_stem()
+                        .and_then(|s| s.to_str())
+                        .unwrap_or_default()
+                        .to_string();
+                    let (name, stages, enabled) = match header {
+                        Some(h) => (h.name.unwrap_or(stem), h.stages, h.enabled),
+                        None => (stem, None, true),
+                    };
+                    out.push(EvaluatorSource {
+                        name,
+                        engine,
+                        stages,
+                        enabled,
+                        inline: false,
+                        path: file,
+                        rules,
+                    });
+                }
+                Err(e) => errors.push(e),
+            }
+        }
+    }
+    if errors.is_empty() {
+        Ok(out)
+    } else {
+        Err(CompileErrors(errors))
+    }
+}
+
+/// Directory entries sorted by name, so the chain order never depends on
+/// the file system.
+fn sorted_entries(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut v = std::fs::read_dir(dir)?
+        .map(|e| e.map(|e| e.path()))
+        .collect::<std::io::Result<Vec<_>>>()?;
+    v.sort();
+    Ok(v)
+}

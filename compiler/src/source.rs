@@ -1,0 +1,118 @@
+//! Rule sources as authors write them, one struct per engine.
+//!
+//! Unknown keys are errors (`deny_unknown_fields`): a misspelt `feilds:` must
+//! not silently fall back to scanning the default field.
+
+use parallax_runtime::{Action, Priority, Stage};
+use serde::Deserialize;
+
+fn default_action() -> Action {
+    Action::Detect
+}
+
+fn default_priority() -> Priority {
+    Priority::Medium
+}
+
+/// What every rule has, whatever its engine.
+#[derive(Debug, Clone)]
+pub struct Common {
+    pub id: String,
+    pub title: Option<String>,
+    pub description: String,
+    pub action: Action,
+    pub priority: Priority,
+    /// Shown to the agent instead of the title.
+    pub reason: Option<String>,
+    /// Replaces the evaluator's stages for this rule.
+    pub stages: Option<Vec<Stage>>,
+}
+
+/// Declares an engine's rule struct with the [`Common`] keys added.
+///
+/// serde's `flatten` cannot be combined with `deny_unknown_fields`, and
+/// rejecting unknown keys matters more than the repetition this saves.
+macro_rules! rule_source {
+    ($(#[$m:meta])* pub struct $name:ident { $($(#[$fm:meta])* pub $f:ident : $t:ty,)* }) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        pub struct $name {
+            pub id: String,
+            pub title: Option<String>,
+            #[serde(default)]
+            pub description: String,
+            #[serde(default = "default_action")]
+            pub action: Action,
+            #[serde(default = "default_priority")]
+            pub priority: Priority,
+            pub reason: Option<String>,
+            pub stages: Option<Vec<Stage>>,
+            $($(#[$fm])* pub $f: $t,)*
+        }
+
+        impl $name {
+            pub fn common(&self) -> Common {
+                Common {
+                    id: self.id.clone(),
+                    title: self.title.clone(),
+                    description: self.description.clone(),
+                    action: self.action,
+                    priority: self.priority,
+                    reason: self.reason.clone(),
+                    stages: self.stages.clone(),
+                }
+            }
+        }
+    };
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MatchMode {
+    #[default]
+    Any,
+    All,
+}
+
+/// A pattern of a regex rule: a bare regex, or one with options.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum PatternSpec {
+    Bare(String),
+    Full(PatternOptions),
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PatternOptions {
+    pub pattern: String,
+    /// The condition holds when the pattern is *not* found.
+    #[serde(default)]
+    pub negate: bool,
+    /// Scan this field instead of the rule's `fields`.
+    pub field: Option<String>,
+}
+
+rule_source! {
+    /// `rules/regex/*.yaml`: regular expressions over fields.
+    pub struct RegexRule {
+        pub pattern: Option<String>,
+        pub patterns: Option<Vec<PatternSpec>>,
+        #[serde(default, rename = "match")]
+        pub match_mode: MatchMode,
+        pub fields: Option<Vec<String>>,
+    }
+}
+
+rule_source! {
+    /// `rules/pattern/*.yaml`: keyword (literal substring) search.
+    pub struct PatternRule {
+        pub keywords: Vec<String>,
+        #[serde(default)]
+        pub case_sensitive: bool,
+        #[serde(default, rename = "match")]
+        pub match_mode: MatchMode,
+        pub fields: Option<Vec<String>>,
+    }
+}

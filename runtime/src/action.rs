@@ -1,0 +1,68 @@
+//! Verdict actions and rule priorities.
+//!
+//! The order of [`Action`] variants is the order of strength the chain uses to
+//! combine rule results: the strongest action any matching rule asks for wins.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// What Parallax tells the agent to do with an event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Action {
+    /// Nothing matched (or only rules that merely observe).
+    Allow,
+    /// Log and alert, but let the event through.
+    Detect,
+    /// Rewrite the matched text to `[REDACTED]` and let the event through.
+    Redact,
+    /// Refuse the event.
+    Block,
+}
+
+impl Action {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Allow => "allow",
+            Action::Detect => "detect",
+            Action::Redact => "redact",
+            Action::Block => "block",
+        }
+    }
+
+    /// Actions a rule may ask for (`allow` is only ever a verdict).
+    pub const RULE_ACTIONS: [Action; 3] = [Action::Block, Action::Redact, Action::Detect];
+}
+
+impl fmt::Display for Action {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How urgent a finding is, for triage; it does not change the verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Priority {
+    Low,
+    Medium,
+    High,
+    Critical,
+}
+
+impl Priority {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Priority::Low => "low",
+            Priority::Medium => "medium",
+            Priority::High => "high",
+            Priority::Critical => "critical",
+        }
+    }
+}
+
+impl fmt::Display for Priority {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}

@@ -1,0 +1,195 @@
+//! Field references: how a rule names the part of an event it looks at.
+//!
+//! A rule names a field by a dotted path (`tool_args.options.force`) or by a
+//! canonical name (`command`, `path`, …) that the engine derives from whatever
+//! vocabulary the agent framework uses, so one rule covers every agent. The
+//! mapping from framework shapes to canonical fields lives in
+//! [`crate::prepared`]; see `docs/FIELDS.md`.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// Fields derived from the event, independent of the agent framework.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Canonical {
+    /// The shell command a tool call would run.
+    Command,
+    /// File paths a tool call reads, writes or edits.
+    Path,
+    /// URLs a tool call fetches or posts to.
+    Url,
+    /// Text being written to a file.
+    Content,
+    /// A SQL statement.
+    Query,
+    /// All the event's text: the message, every string in the arguments and
+    /// every string in the result.
+    Text,
+}
+
+/// Plain string fields at the top of an event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TopField {
+    Stage,
+    SessionId,
+    Channel,
+    UserId,
+    MessageText,
+    ToolName,
+    Model,
+}
+
+/// JSON-valued parts of an event that a dotted path can walk into.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JsonRoot {
+    ToolArgs,
+    ToolResult,
+    Params,
+}
+
+/// A field a rule scans or compares.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FieldRef {
+    Canonical(Canonical),
+    Top(TopField),
+    /// A path into a JSON part; an empty path means every string under the root.
+    Json { root: JsonRoot, path: Vec<String> },
+}
+
+/// A field name that does not name any part of an event.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown field `{name}`: {why}")]
+pub struct UnknownField {
+    pub name: String,
+    pub why: String,
+}
+
+const CANONICAL: [(&str, Canonical); 6] = [
+    ("command", Canonical::Command),
+    ("path", Canonical::Path),
+    ("url", Canonical::Url),
+    ("content", Canonical::Content),
+    ("query", Canonical::Query),
+    ("text", Canonical::Text),
+];
+
+const TOP: [(&str, TopField); 7] = [
+    ("stage", TopField::Stage),
+    ("session_id", TopField::SessionId),
+    ("channel", TopField::Channel),
+    ("user_id", TopField::UserId),
+    ("message_text", TopField::MessageText),
+    ("tool_name", TopField::ToolName),
+    ("model", TopField::Model),
+];
+
+const ROOTS: [(&str, JsonRoot); 3] = [
+    ("tool_args", JsonRoot::ToolArgs),
+    ("tool_result", JsonRoot::ToolResult),
+    ("params", JsonRoot::Params),
+];
+
+impl FieldRef {
+    /// Parses a dotted field name as rules write it.
+    pub fn parse(name: &str) -> Result<FieldRef, UnknownField> {
+        let err = |why: &str| UnknownField {
+            name: name.to_string(),
+            why: why.to_string(),
+        };
+        let mut parts = name.split('.');
+        let head = parts.next().unwrap_or_default();
+        let rest: Vec<String> = parts.map(str::to_string).collect();
+        if rest.iter().any(String::is_empty) {
+            return Err(err("empty path segment"));
+        }
+        if let Some((_, c)) = CANONICAL.iter().find(|(n, _)| *n == head) {
+            return if rest.is_empty() {
+                Ok(FieldRef::Canonical(*c))
+            } else {
+                Err(err("canonical fields have no sub-fields"))
+            };
+        }
+        if let Some((_, t)) = TOP.iter().find(|(n, _)| *n == head) {
+            return if rest.is_empty() {
+                Ok(FieldRef::Top(*t))
+            } else {
+                Err(err("this field is a plain string and has no sub-fields"))
+            };
+        }
+        if let Some((_, r)) = ROOTS.iter().find(|(n, _)| *n == head) {
+            return Ok(FieldRef::Json {
+                root: *r,
+                path: rest,
+            });
+        }
+        Err(err(
+            "expected a canonical field (command, path, url, content, query, text), \
+             an event field (stage, session_id, channel, user_id, message_text, tool_name, model) \
+             or a path under tool_args, tool_result or params",
+        ))
+    }
+
+    /// The name rules use for this field (inverse of [`FieldRef::parse`]).
+    pub fn name(&self) -> String {
+        match self {
+            FieldRef::Canonical(c) => CANONICAL
+                .iter()
+                .find(|(_, x)| x == c)
+                .map(|(n, _)| n.to_string())
+                .unwrap_or_default(),
+            FieldRef::Top(t) => TOP
+                .iter()
+                .find(|(_, x)| x == t)
+                .map(|(n, _)| n.to_string())
+                .unwrap_or_default(),
+            FieldRef::Json { root, path } => {
+                let mut s = ROOTS
+                    .iter()
+                    .find(|(_, x)| x == root)
+                    .map(|(n, _)| n.to_string())
+                    .unwrap_or_default();
+                for p in path {
+                    s.push('.');
+                    s.push_str(p);
+                }
+                s
+            }
+        }
+    }
+}
+
+impl fmt::Display for FieldRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_names_round_trip() {
+        for name in [
+            "command",
+            "text",
+            "tool_name",
+            "tool_args",
+            "tool_args.options.force",
+            "params.temperature",
+        ] {
+            assert_eq!(FieldRef::parse(name).unwrap().name(), name);
+        }
+    }
+
+    #[test]
+    fn rejects_unknown_and_malformed() {
+        assert!(FieldRef::parse("tool_arg").is_err());
+        assert!(FieldRef::parse("command.x").is_err());
+        assert!(FieldRef::parse("tool_args..x").is_err());
+    }
+}

@@ -1,0 +1,38 @@
+//! Parallax runtime: what a compiled rule set needs at evaluation time.
+//!
+//! A rule's life reads in layers, like the `regex` family:
+//! YAML (compiler) → IR ([`Predicate`] over [`Atom`]s) → automata and
+//! generated predicates ([`Program`], [`ShardDfa`], [`CompiledPredicate`]) →
+//! verdict ([`Engine::evaluate`]). This crate holds the last two layers and
+//! nothing that parses rule sources, so a baked binary's hot path carries no
+//! YAML parser.
+
+pub mod action;
+pub mod bitset;
+pub mod engine;
+pub mod event;
+pub mod field;
+pub mod predicate;
+pub mod prepared;
+pub mod program;
+pub mod redact;
+pub mod report;
+pub mod scan;
+pub mod settings;
+pub mod stage;
+
+pub use action::{Action, Priority};
+pub use bitset::BitSet;
+pub use engine::{Backend, Engine, EngineError, Predicates, Scratch, Verdict};
+pub use event::{Event, EventError};
+pub use field::{Canonical, FieldRef, JsonRoot, TopField, UnknownField};
+pub use predicate::{CompiledPredicate, Predicate, PredicateInput};
+pub use prepared::PreparedEvent;
+pub use program::{
+    Atom, AtomPath, EngineKind, EvaluatorMeta, FieldPlan, LiteralPlan, LiteralTarget, Program,
+    RuleMeta, ShardPlan, VerifierPlan,
+};
+pub use report::{Report, RuleResult};
+pub use scan::ShardDfa;
+pub use settings::{ProxySettings, ReportingSettings, ServerSettings, Settings};
+pub use stage::{Stage, StageSet};

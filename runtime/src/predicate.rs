@@ -1,0 +1,78 @@
+//! The rule IR's boolean layer: a predicate over atoms.
+//!
+//! Every rule, whatever its source format, ends up as one [`Predicate`]. The
+//! baked backend turns it into straight-line Rust at build time; the dynamic
+//! backend walks it with [`Predicate::eval`]. The two must agree, which the
+//! differential tests check.
+
+use crate::bitset::BitSet;
+use crate::prepared::PreparedEvent;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Predicate {
+    Const(bool),
+    /// The atom with this index (into `Program::atoms`) hit the event.
+    Atom(u32),
+    Not(Box<Predicate>),
+    And(Vec<Predicate>),
+    Or(Vec<Predicate>),
+}
+
+/// What a compiled predicate may look at: the atoms that hit, and the event
+/// itself (for comparisons that are not text matches).
+pub struct PredicateInput<'a> {
+    pub atoms: &'a BitSet,
+    pub event: &'a PreparedEvent,
+}
+
+impl PredicateInput<'_> {
+    #[inline]
+    pub fn atom(&self, id: u32) -> bool {
+        self.atoms.contains(id as usize)
+    }
+}
+
+/// The signature of a predicate generated at build time.
+pub type CompiledPredicate = fn(&PredicateInput<'_>) -> bool;
+
+impl Predicate {
+    pub fn eval(&self, input: &PredicateInput<'_>) -> bool {
+        match self {
+            Predicate::Const(b) => *b,
+            Predicate::Atom(a) => input.atom(*a),
+            Predicate::Not(p) => !p.eval(input),
+            Predicate::And(ps) => ps.iter().all(|p| p.eval(input)),
+            Predicate::Or(ps) => ps.iter().any(|p| p.eval(input)),
+        }
+    }
+
+    /// Every atom the predicate mentions.
+    pub fn atoms(&self, out: &mut Vec<u32>) {
+        match self {
+            Predicate::Const(_) => {}
+            Predicate::Atom(a) => out.push(*a),
+            Predicate::Not(p) => p.atoms(out),
+            Predicate::And(ps) | Predicate::Or(ps) => ps.iter().for_each(|p| p.atoms(out)),
+        }
+    }
+
+    /// Atoms whose hit can make the predicate true (not under a `Not`): the
+    /// ones whose text is the rule's match, and what redaction rewrites.
+    pub fn positive_atoms(&self, out: &mut Vec<u32>) {
+        fn go(p: &Predicate, negated: bool, out: &mut Vec<u32>) {
+            match p {
+                Predicate::Const(_) => {}
+                Predicate::Atom(a) => {
+                    if !negated {
+                        out.push(*a)
+                    }
+                }
+                Predicate::Not(q) => go(q, !negated, out),
+                Predicate::And(ps) | Predicate::Or(ps) => ps.iter().for_each(|q| go(q, negated, out)),
+            }
+        }
+        go(self, false, out)
+    }
+}

@@ -1,0 +1,171 @@
+//! The compiled program: everything the compiler decided, in a form the
+//! runtime loads without parsing any rule source.
+//!
+//! A baked binary embeds a `Program` as JSON next to the serialized DFAs and
+//! the generated predicate functions; the dynamic backend builds the same
+//! `Program` in memory. Automata are not part of it: DFAs travel as bytes
+//! beside it and Aho-Corasick automata are rebuilt from [`LiteralPlan`]s at
+//! start-up (the crate has no serialization; building takes milliseconds).
+
+use crate::action::{Action, Priority};
+use crate::field::FieldRef;
+use crate::predicate::Predicate;
+use crate::settings::Settings;
+use crate::stage::StageSet;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// The rule engines, in chain (cost) order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EngineKind {
+    Regex,
+    Pattern,
+}
+
+impl EngineKind {
+    pub const ALL: [EngineKind; 2] = [EngineKind::Regex, EngineKind::Pattern];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EngineKind::Regex => "regex",
+            EngineKind::Pattern => "pattern",
+        }
+    }
+}
+
+impl fmt::Display for EngineKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Program {
+    /// Hash of the canonical rule IR; decides whether a config matches the
+    /// baked rules.
+    pub fingerprint: String,
+    pub settings: Settings,
+    /// In chain order.
+    pub evaluators: Vec<EvaluatorMeta>,
+    /// Grouped by evaluator, in evaluator order.
+    pub rules: Vec<RuleMeta>,
+    pub atoms: Vec<Atom>,
+    pub fields: Vec<FieldPlan>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EvaluatorMeta {
+    pub name: String,
+    pub engine: EngineKind,
+    pub stages: StageSet,
+    /// Where it was defined (a rule file, or the config for inline ones).
+    pub source: String,
+    /// Its rules: `rules[first_rule..first_rule + rule_count]`.
+    pub first_rule: u32,
+    pub rule_count: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RuleMeta {
+    pub id: String,
+    pub title: String,
+    pub description: String,
+    pub action: Action,
+    pub priority: Priority,
+    /// Stages the rule runs at (its evaluator's, unless narrowed).
+    pub stages: StageSet,
+    pub evaluator: u32,
+    pub reason: Option<String>,
+    pub predicate: Predicate,
+}
+
+/// One thing to look for in one field.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Atom {
+    /// Index into `Program::fields`.
+    pub field: u32,
+    /// A regex (regex-automata syntax) matching exactly what the atom
+    /// matches; used to find match spans once the atom is known to hit.
+    pub pattern: String,
+    /// How the hot path finds out that the atom hit.
+    pub path: AtomPath,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AtomPath {
+    /// A literal in the field's Aho-Corasick automaton.
+    Literal,
+    /// A pattern of one of the field's dense DFA shards.
+    Dfa,
+    /// Too costly for a DFA: its required literals are in the field's
+    /// Aho-Corasick automaton, and its own regex verifies a candidate.
+    Prefiltered,
+    /// Too costly for a DFA and without a usable literal: its own
+    /// (linear-time) regex runs on every value of the field.
+    Verified,
+}
+
+impl AtomPath {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AtomPath::Literal => "literal",
+            AtomPath::Dfa => "dfa",
+            AtomPath::Prefiltered => "prefiltered",
+            AtomPath::Verified => "verified",
+        }
+    }
+}
+
+/// How one field is scanned.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FieldPlan {
+    pub field: FieldRef,
+    /// One dense DFA per shard; pattern `i` of shard `s` is atom
+    /// `shards[s].atoms[i]`.
+    pub shards: Vec<ShardPlan>,
+    pub literals: Vec<LiteralPlan>,
+    /// Atoms checked by their own regex (paths `Prefiltered`, `Verified`).
+    pub verifiers: Vec<VerifierPlan>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShardPlan {
+    pub atoms: Vec<u32>,
+    /// Serialized size, for stats.
+    pub bytes: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LiteralPlan {
+    pub text: String,
+    /// ASCII case-insensitive (the automaton's only folding mode; non-ASCII
+    /// case-insensitive literals are compiled as regex atoms instead).
+    pub case_insensitive: bool,
+    pub targets: Vec<LiteralTarget>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LiteralTarget {
+    /// The literal is the atom: a hit is a hit.
+    Atom(u32),
+    /// The literal is required by this verifier (index into the field's
+    /// `verifiers`): a hit makes it a candidate.
+    Verifier(u32),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VerifierPlan {
+    pub atom: u32,
+    /// Runs only when one of its literals hit; otherwise on every value.
+    pub prefiltered: bool,
+}
+
+impl Program {
+    pub fn rules_of(&self, evaluator: usize) -> std::ops::Range<usize> {
+        let e = &self.evaluators[evaluator];
+        e.first_rule as usize..(e.first_rule + e.rule_count) as usize
+    }
+}

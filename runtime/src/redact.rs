@@ -1,0 +1,116 @@
+//! Rewriting matched text to `[REDACTED]` in the event the client sent.
+//!
+//! Redaction works on the event's own string leaves, never on a derived
+//! copy, so the rewritten event keeps the client's structure and can be
+//! swapped in for the original. A canonical field is rewritten in every leaf
+//! it can come from (for `command`, `path`, … that is every string argument:
+//! a secret found in the command is removed wherever else it appears too).
+
+use crate::event::Event;
+use crate::field::{Canonical, FieldRef, JsonRoot, TopField};
+use regex_automata::meta;
+use serde_json::Value;
+
+pub const REDACTED: &str = "[REDACTED]";
+
+/// Replaces every match of `regex` in `text`; true when anything changed.
+pub fn redact_text(regex: &meta::Regex, text: &mut String) -> bool {
+    let mut out = String::new();
+    let mut last = 0;
+    for m in regex.find_iter(text.as_str()) {
+        if m.is_empty() {
+            continue;
+        }
+        out.push_str(&text[last..m.start()]);
+        out.push_str(REDACTED);
+        last = m.end();
+    }
+    if last == 0 {
+        return false;
+    }
+    out.push_str(&text[last..]);
+    *text = out;
+    true
+}
+
+/// Calls `f` on every string leaf of `event` that `field` is made of.
+pub fn for_each_source_mut(event: &mut Event, field: &FieldRef, f: &mut dyn FnMut(&mut String)) {
+    match field {
+        FieldRef::Canonical(Canonical::Text) => {
+            if let Some(m) = &mut event.message_text {
+                f(m);
+            }
+            each_string_mut(&mut event.tool_args, f);
+            each_string_mut(&mut event.tool_result, f);
+        }
+        FieldRef::Canonical(_) => each_string_mut(&mut event.tool_args, f),
+        FieldRef::Top(t) => {
+            let v = match t {
+                TopField::Stage => None,
+                TopField::SessionId => event.session_id.as_mut(),
+                TopField::Channel => event.channel.as_mut(),
+                TopField::UserId => event.user_id.as_mut(),
+                TopField::MessageText => event.message_text.as_mut(),
+                TopField::ToolName => event.tool_name.as_mut(),
+                TopField::Model => event.model.as_mut(),
+            };
+            if let Some(v) = v {
+                f(v);
+            }
+        }
+        FieldRef::Json { root, path } => {
+            let v = match root {
+                JsonRoot::ToolArgs => &mut event.tool_args,
+                JsonRoot::ToolResult => &mut event.tool_result,
+                JsonRoot::Params => &mut event.params,
+            };
+            walk_mut(v, path, f);
+        }
+    }
+}
+
+fn each_string_mut(v: &mut Value, f: &mut dyn FnMut(&mut String)) {
+    match v {
+        Value::String(s) => f(s),
+        Value::Array(items) => items.iter_mut().for_each(|i| each_string_mut(i, f)),
+        Value::Object(map) => map.values_mut().for_each(|i| each_string_mut(i, f)),
+        _ => {}
+    }
+}
+
+fn walk_mut(v: &mut Value, path: &[String], f: &mut dyn FnMut(&mut String)) {
+    let Some((seg, rest)) = path.split_first() else {
+        return each_string_mut(v, f);
+    };
+    match v {
+        Value::Object(map) => {
+            if let Some(child) = map.get_mut(seg.as_str()) {
+                walk_mut(child, rest, f);
+            }
+        }
+        Value::Array(items) => match seg.parse::<usize>() {
+            Ok(i) => {
+                if let Some(child) = items.get_mut(i) {
+                    walk_mut(child, rest, f);
+                }
+            }
+            Err(_) => items.iter_mut().for_each(|i| walk_mut(i, path, f)),
+        },
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replaces_every_match_and_keeps_the_rest() {
+        let re = meta::Regex::new(r"AKIA[0-9A-Z]{16}").unwrap();
+        let mut s = "a AKIAABCDEFGHIJKLMNOP b AKIAABCDEFGHIJKLMNOQ".to_string();
+        assert!(redact_text(&re, &mut s));
+        assert_eq!(s, "a [REDACTED] b [REDACTED]");
+        let mut clean = "nothing".to_string();
+        assert!(!redact_text(&re, &mut clean));
+    }
+}

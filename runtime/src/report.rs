@@ -1,0 +1,182 @@
+//! The answer to one evaluation, in the shape `POST /evaluate` returns and
+//! `parallax eval` prints.
+//!
+//! Building a report is the slow path: it finds match spans and rewrites
+//! redacted text, work done only for the atoms and rules that hit.
+
+use crate::action::{Action, Priority};
+use crate::engine::{Engine, Verdict};
+use crate::event::Event;
+use crate::field::{Canonical, FieldRef, JsonRoot};
+use crate::prepared::PreparedEvent;
+use crate::redact::{for_each_source_mut, redact_text, REDACTED};
+use serde::Serialize;
+use serde_json::Value;
+use std::time::Duration;
+
+/// Matched text longer than this is cut in reports.
+const MAX_MATCH_CHARS: usize = 200;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub action: Action,
+    pub blocked: bool,
+    pub reasons: Vec<String>,
+    pub results: Vec<RuleResult>,
+    /// The redacted text of the first redacted field (for clients written
+    /// against the original Parallax).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub redacted: Option<String>,
+    /// The request's event with redacted fields rewritten in place.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub redacted_event: Option<Value>,
+    pub elapsed_ms: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RuleResult {
+    pub evaluator: String,
+    pub rule_id: String,
+    pub title: String,
+    pub action: Action,
+    pub priority: Priority,
+    pub reason: String,
+    /// The text that matched (`[REDACTED]` for redaction rules, whose match
+    /// is a secret by definition).
+    #[serde(rename = "match")]
+    pub matched: Option<String>,
+}
+
+impl Report {
+    pub fn build(
+        engine: &Engine,
+        event: &PreparedEvent,
+        verdict: &Verdict<'_>,
+        elapsed: Duration,
+    ) -> Report {
+        let program = engine.program();
+        let mut results = Vec::with_capacity(verdict.matched.len());
+        for &r in verdict.matched {
+            let rule = &program.rules[r as usize];
+            let matched = if rule.action == Action::Redact {
+                Some(REDACTED.to_string())
+            } else {
+                first_match(engine, event, verdict, r)
+            };
+            results.push(RuleResult {
+                evaluator: program.evaluators[rule.evaluator as usize].name.clone(),
+                rule_id: rule.id.clone(),
+                title: rule.title.clone(),
+                action: rule.action,
+                priority: rule.priority,
+                reason: rule.reason.clone().unwrap_or_else(|| rule.title.clone()),
+                matched,
+            });
+        }
+        let reasons = results
+            .iter()
+            .map(|r| format!("{}: {}", r.rule_id, r.reason))
+            .collect();
+        let (redacted, redacted_event) = if verdict.action == Action::Redact {
+            redact(engine, event, verdict)
+        } else {
+            (None, None)
+        };
+        Report {
+            action: verdict.action,
+            blocked: verdict.action == Action::Block,
+            reasons,
+            results,
+            redacted,
+            redacted_event,
+            elapsed_ms: elapsed.as_secs_f64() * 1000.0,
+        }
+    }
+}
+
+fn hit_atoms(engine: &Engine, verdict: &Verdict<'_>, rule: u32) -> Vec<u32> {
+    let mut atoms = Vec::new();
+    engine.program().rules[rule as usize]
+        .predicate
+        .positive_atoms(&mut atoms);
+    atoms.retain(|a| verdict.atoms.contains(*a as usize));
+    atoms
+}
+
+fn first_match(
+    engine: &Engine,
+    event: &PreparedEvent,
+    verdict: &Verdict<'_>,
+    rule: u32,
+) -> Option<String> {
+    let program = engine.program();
+    for atom in hit_atoms(engine, verdict, rule) {
+        let Some(re) = engine.span_regex(atom) else {
+            continue;
+        };
+        let field = &program.fields[program.atoms[atom as usize].field as usize].field;
+        let mut found = None;
+        event.for_each_value(field, &mut |v| {
+            if found.is_none() {
+                if let Some(m) = re.find(v) {
+                    found = Some(v[m.range()].chars().take(MAX_MATCH_CHARS).collect());
+                }
+            }
+        });
+        if found.is_some() {
+            return found;
+        }
+    }
+    None
+}
+
+fn redact(
+    engine: &Engine,
+    event: &PreparedEvent,
+    verdict: &Verdict<'_>,
+) -> (Option<String>, Option<Value>) {
+    let program = engine.program();
+    let mut rewritten = event.event.clone();
+    for &r in verdict.matched {
+        if program.rules[r as usize].action != Action::Redact {
+            continue;
+        }
+        for atom in hit_atoms(engine, verdict, r) {
+            let Some(re) = engine.span_regex(atom) else {
+                continue;
+            };
+            let field = &program.fields[program.atoms[atom as usize].field as usize].field;
+            for_each_source_mut(&mut rewritten, field, &mut |s| {
+                redact_text(re, s);
+            });
+        }
+    }
+    let first = first_changed(&event.event, &rewritten);
+    (first, Some(rewritten.to_value()))
+}
+
+/// The first string leaf, in event order, that redaction changed. Redaction
+/// keeps the structure, so the two events' leaves pair up one to one.
+fn first_changed(before: &Event, after: &Event) -> Option<String> {
+    let leaves = |e: &Event| {
+        let mut out: Vec<String> = Vec::new();
+        let mut e = e.clone();
+        for_each_source_mut(&mut e, &FieldRef::Canonical(Canonical::Text), &mut |s| {
+            out.push(s.clone())
+        });
+        for_each_source_mut(
+            &mut e,
+            &FieldRef::Json {
+                root: JsonRoot::Params,
+                path: Vec::new(),
+            },
+            &mut |s| out.push(s.clone()),
+        );
+        out
+    };
+    leaves(before)
+        .into_iter()
+        .zip(leaves(after))
+        .find(|(b, a)| b != a)
+        .map(|(_, a)| a)
+}

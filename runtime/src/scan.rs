@@ -1,0 +1,214 @@
+//! Scanning one field: every atom of the field found in a single pass per
+//! automaton, whatever the number of rules.
+//!
+//! Per value of the field, in order: each dense DFA shard walks the bytes
+//! once and reports every pattern that matches anywhere; the Aho-Corasick
+//! automata report every literal (atoms, and the required literals of
+//! prefiltered atoms); then only the prefiltered atoms whose literals hit run
+//! their own regex. All three are linear in the input: no input can push a
+//! scan into super-linear time.
+
+use crate::bitset::BitSet;
+use crate::program::{FieldPlan, LiteralTarget};
+use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
+use regex_automata::dfa::{dense, Automaton};
+use regex_automata::{meta, Input};
+
+/// A DFA shard: borrowed from the binary (baked) or built at start-up.
+pub enum ShardDfa {
+    Static(dense::DFA<&'static [u32]>),
+    Owned(dense::DFA<Vec<u32>>),
+}
+
+struct Shard {
+    dfa: ShardDfa,
+    atoms: Vec<u32>,
+}
+
+struct LiteralSet {
+    ac: AhoCorasick,
+    targets: Vec<Vec<LiteralTarget>>,
+}
+
+pub(crate) struct Verifier {
+    pub atom: u32,
+    pub prefiltered: bool,
+    pub regex: meta::Regex,
+}
+
+pub(crate) struct FieldScanner {
+    shards: Vec<Shard>,
+    cased: Option<LiteralSet>,
+    caseless: Option<LiteralSet>,
+    pub verifiers: Vec<Verifier>,
+    /// Index of this field's first verifier in the engine-wide numbering
+    /// (candidate bits and regex caches in [`crate::engine::Scratch`]).
+    pub verifier_base: usize,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ScanBuildError {
+    #[error("field `{field}`: expected {expected} DFA shards, got {got}")]
+    ShardCount {
+        field: String,
+        expected: usize,
+        got: usize,
+    },
+    #[error("field `{field}`: literal automaton: {source}")]
+    Literals {
+        field: String,
+        source: aho_corasick::BuildError,
+    },
+    #[error("field `{field}`: verifier for atom {atom}: {source}")]
+    Verifier {
+        field: String,
+        atom: u32,
+        source: Box<regex_automata::meta::BuildError>,
+    },
+}
+
+impl FieldScanner {
+    pub fn new(
+        plan: &FieldPlan,
+        dfas: Vec<ShardDfa>,
+        atom_pattern: impl Fn(u32) -> String,
+        verifier_base: usize,
+    ) -> Result<FieldScanner, ScanBuildError> {
+        let field = plan.field.name();
+        if dfas.len() != plan.shards.len() {
+            return Err(ScanBuildError::ShardCount {
+                field,
+                expected: plan.shards.len(),
+                got: dfas.len(),
+            });
+        }
+        let shards = dfas
+            .into_iter()
+            .zip(&plan.shards)
+            .map(|(dfa, p)| Shard {
+                dfa,
+                atoms: p.atoms.clone(),
+            })
+            .collect();
+        let literal_set = |ci: bool| -> Result<Option<LiteralSet>, ScanBuildError> {
+            let lits: Vec<_> = plan
+                .literals
+                .iter()
+                .filter(|l| l.case_insensitive == ci)
+                .collect();
+            if lits.is_empty() {
+                return Ok(None);
+            }
+            let ac = AhoCorasick::builder()
+                .match_kind(MatchKind::Standard)
+                .ascii_case_insensitive(ci)
+                .kind(Some(AhoCorasickKind::DFA))
+                .build(lits.iter().map(|l| l.text.as_bytes()))
+                .map_err(|source| ScanBuildError::Literals {
+                    field: field.clone(),
+                    source,
+                })?;
+            Ok(Some(LiteralSet {
+                ac,
+                targets: lits.iter().map(|l| l.targets.clone()).collect(),
+            }))
+        };
+        let cased = literal_set(false)?;
+        let caseless = literal_set(true)?;
+        let verifiers = plan
+            .verifiers
+            .iter()
+            .map(|v| {
+                let regex = meta::Regex::new(&atom_pattern(v.atom)).map_err(|e| {
+                    ScanBuildError::Verifier {
+                        field: field.clone(),
+                        atom: v.atom,
+                        source: Box::new(e),
+                    }
+                })?;
+                Ok(Verifier {
+                    atom: v.atom,
+                    prefiltered: v.prefiltered,
+                    regex,
+                })
+            })
+            .collect::<Result<Vec<_>, ScanBuildError>>()?;
+        Ok(FieldScanner {
+            shards,
+            cased,
+            caseless,
+            verifiers,
+            verifier_base,
+        })
+    }
+
+    /// Records in `hits` every atom of this field found in `hay`.
+    pub fn scan_value(
+        &self,
+        hay: &str,
+        hits: &mut BitSet,
+        candidates: &mut BitSet,
+        caches: &mut [meta::Cache],
+    ) {
+        let bytes = hay.as_bytes();
+        for shard in &self.shards {
+            match &shard.dfa {
+                ShardDfa::Static(d) => scan_dfa(d, &shard.atoms, bytes, hits),
+                ShardDfa::Owned(d) => scan_dfa(d, &shard.atoms, bytes, hits),
+            }
+        }
+        for set in [&self.cased, &self.caseless].into_iter().flatten() {
+            for m in set.ac.find_overlapping_iter(bytes) {
+                for t in &set.targets[m.pattern().as_usize()] {
+                    match *t {
+                        LiteralTarget::Atom(a) => hits.insert(a as usize),
+                        LiteralTarget::Verifier(v) => candidates.insert(self.verifier_base + v as usize),
+                    }
+                }
+            }
+        }
+        for (i, v) in self.verifiers.iter().enumerate() {
+            let slot = self.verifier_base + i;
+            if hits.contains(v.atom as usize) || (v.prefiltered && !candidates.contains(slot)) {
+                continue;
+            }
+            let input = Input::new(bytes).earliest(true);
+            if v.regex.search_with(&mut caches[slot], &input).is_some() {
+                hits.insert(v.atom as usize);
+            }
+        }
+    }
+
+    pub fn new_caches(&self) -> impl Iterator<Item = meta::Cache> + '_ {
+        self.verifiers.iter().map(|v| v.regex.create_cache())
+    }
+}
+
+/// Walks the DFA over the whole haystack once, recording every pattern whose
+/// match ends anywhere. The shards are built unanchored with `MatchKind::All`
+/// and without quit bytes, so the start state always exists and match states
+/// name every pattern that matches there.
+fn scan_dfa<A: Automaton>(dfa: &A, atoms: &[u32], hay: &[u8], hits: &mut BitSet) {
+    let Ok(mut sid) = dfa.start_state_forward(&Input::new(hay)) else {
+        return;
+    };
+    let record = |sid, hits: &mut BitSet| {
+        for i in 0..dfa.match_len(sid) {
+            hits.insert(atoms[dfa.match_pattern(sid, i).as_usize()] as usize);
+        }
+    };
+    for &b in hay {
+        sid = dfa.next_state(sid, b);
+        if dfa.is_special_state(sid) {
+            if dfa.is_match_state(sid) {
+                record(sid, hits);
+            } else if dfa.is_dead_state(sid) || dfa.is_quit_state(sid) {
+                return;
+            }
+        }
+    }
+    sid = dfa.next_eoi_state(sid);
+    if dfa.is_match_state(sid) {
+        record(sid, hits);
+    }
+}
