@@ -1,1 +1,39 @@
-fn main(){}
+//! Bakes the rules into the binary: runs the rule compiler on
+//! `$PARALLAX_CONFIG` (default: `parallax.yaml` beside this file, with the
+//! rules tree next to it) and writes the generated module, the program and
+//! the serialized DFAs into `OUT_DIR`, where `src/baked.rs` includes them.
+//!
+//! `PARALLAX_CONFIG=/etc/org/parallax.yaml cargo build --release` builds an
+//! organisation's own immutable binary. A rule that does not compile fails
+//! the build with the file, the rule id and the reason.
+
+use std::path::PathBuf;
+
+fn main() {
+    println!("cargo:rerun-if-env-changed=PARALLAX_CONFIG");
+    let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("set by cargo"));
+    let config = match std::env::var_os("PARALLAX_CONFIG") {
+        Some(p) => manifest.join(p),
+        None => manifest.join("parallax.yaml"),
+    };
+    let rules = match parallax_compiler::load(&config) {
+        Ok(r) => r,
+        Err(errors) => {
+            for input in [&config] {
+                println!("cargo:rerun-if-changed={}", input.display());
+            }
+            eprintln!("parallax: the rules in {} do not compile:\n{errors}", config.display());
+            std::process::exit(1);
+        }
+    };
+    for input in &rules.inputs {
+        println!("cargo:rerun-if-changed={}", input.display());
+    }
+    let compiled = parallax_compiler::plan::compile(&rules, &parallax_compiler::Limits::default());
+    let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("set by cargo"));
+    let big_endian = std::env::var("CARGO_CFG_TARGET_ENDIAN").as_deref() == Ok("big");
+    if let Err(e) = parallax_compiler::codegen::write_baked(&compiled, &out, big_endian) {
+        eprintln!("parallax: cannot write the baked rules to {}: {e}", out.display());
+        std::process::exit(1);
+    }
+}

@@ -1,1 +1,8 @@
-pub fn x(){}
+//! The `parallax` binary's library: the baked rules, backend selection, the
+//! HTTP server and the CLI commands, kept in a library so integration tests
+//! and benches drive exactly what the binary runs.
+
+pub mod baked;
+pub mod cli;
+pub mod loader;
+pub mod server;

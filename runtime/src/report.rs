@@ -119,7 +119,7 @@ fn first_match(
         event.for_each_value(field, &mut |v| {
             if found.is_none() {
                 if let Some(m) = re.find(v) {
-                    found = Some(v[m.range()].chars().take(MAX_MATCH_CHARS).collect());
+                    found = Some(v[m.range()].trim().chars().take(MAX_MATCH_CHARS).collect());
                 }
             }
         });
