@@ -19,10 +19,16 @@ fn main() {
     let rules = match parallax_compiler::load(&config) {
         Ok(r) => r,
         Err(errors) => {
-            for input in [&config] {
-                println!("cargo:rerun-if-changed={}", input.display());
+            // The inputs are unknown when loading fails: watch the config and
+            // the conventional rules folder so a fix triggers a rebuild.
+            println!("cargo:rerun-if-changed={}", config.display());
+            if let Some(dir) = config.parent() {
+                println!("cargo:rerun-if-changed={}", dir.join("rules").display());
             }
-            eprintln!("parallax: the rules in {} do not compile:\n{errors}", config.display());
+            eprintln!(
+                "parallax: the rules in {} do not compile:\n{errors}",
+                config.display()
+            );
             std::process::exit(1);
         }
     };
@@ -33,7 +39,10 @@ fn main() {
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("set by cargo"));
     let big_endian = std::env::var("CARGO_CFG_TARGET_ENDIAN").as_deref() == Ok("big");
     if let Err(e) = parallax_compiler::codegen::write_baked(&compiled, &out, big_endian) {
-        eprintln!("parallax: cannot write the baked rules to {}: {e}", out.display());
+        eprintln!(
+            "parallax: cannot write the baked rules to {}: {e}",
+            out.display()
+        );
         std::process::exit(1);
     }
 }

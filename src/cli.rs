@@ -12,7 +12,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 #[derive(Debug, Parser)]
-#[command(name = "parallax", version, about = "Runtime security engine for AI agents")]
+#[command(
+    name = "parallax",
+    version,
+    about = "Runtime security engine for AI agents"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -126,7 +130,10 @@ fn serve(
     if let Some(p) = port {
         settings.server.port = p;
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(r) => r,
         Err(e) => return fail(format!("cannot start the async runtime: {e}")),
     };
@@ -331,7 +338,9 @@ fn compile(config: Option<PathBuf>, emit: Emit) -> ExitCode {
             match emit {
                 Emit::Rust => parallax_compiler::codegen::generate_rust(&compiled),
                 Emit::Stats => compiled.stats.to_string(),
-                Emit::Program => serde_json::to_string_pretty(&compiled.program).unwrap_or_default(),
+                Emit::Program => {
+                    serde_json::to_string_pretty(&compiled.program).unwrap_or_default()
+                }
             }
         }
     };

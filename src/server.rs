@@ -97,7 +97,10 @@ pub async fn serve(
     }
 }
 
-async fn handle(req: Request<Incoming>, state: Arc<AppState>) -> Result<Response<Body>, Infallible> {
+async fn handle(
+    req: Request<Incoming>,
+    state: Arc<AppState>,
+) -> Result<Response<Body>, Infallible> {
     let response = match (req.method(), req.uri().path()) {
         (&Method::GET, "/health") => health(&state),
         (&Method::POST, "/evaluate") => evaluate(req, &state).await,
@@ -131,7 +134,8 @@ fn method_not_allowed(allow: &'static str) -> Response<Body> {
         "method_not_allowed",
         format!("this endpoint only accepts {allow}"),
     );
-    r.headers_mut().insert(ALLOW, HeaderValue::from_static(allow));
+    r.headers_mut()
+        .insert(ALLOW, HeaderValue::from_static(allow));
     r
 }
 
@@ -153,7 +157,12 @@ fn health(state: &AppState) -> Response<Body> {
 fn is_json(content_type: Option<&HeaderValue>) -> bool {
     let Some(v) = content_type else { return true };
     let Ok(v) = v.to_str() else { return false };
-    let mime = v.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
+    let mime = v
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
     mime == "application/json" || mime.ends_with("+json")
 }
 

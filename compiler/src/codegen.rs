@@ -57,7 +57,13 @@ fn predicate_tokens(p: &Predicate) -> TokenStream {
 fn rule_fn(index: usize, id: &str) -> Ident {
     let clean: String = id
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '_'
+            }
+        })
         .collect();
     Ident::new(&format!("rule_{index}_{clean}"), Span::call_site())
 }
@@ -106,10 +112,7 @@ pub fn generate_rust(c: &Compiled) -> String {
         let body = predicate_tokens(&rule.predicate);
         let doc = format!(
             " `{}` ({}, evaluator `{}`): {}",
-            rule.id,
-            rule.action,
-            p.evaluators[rule.evaluator as usize].name,
-            rule.title
+            rule.id, rule.action, p.evaluators[rule.evaluator as usize].name, rule.title
         );
         let uses_input = !matches!(rule.predicate, Predicate::Const(_));
         let arg = if uses_input { quote!(i) } else { quote!(_i) };

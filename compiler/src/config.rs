@@ -8,7 +8,9 @@
 
 use crate::error::{CompileError, CompileErrors};
 use crate::yaml;
-use parallax_runtime::{EngineKind, ProxySettings, ReportingSettings, ServerSettings, Settings, Stage};
+use parallax_runtime::{
+    EngineKind, ProxySettings, ReportingSettings, ServerSettings, Settings, Stage,
+};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
@@ -84,7 +86,7 @@ pub struct EvaluatorSource {
 }
 
 /// A loaded configuration: settings plus every evaluator source.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct ConfigSources {
     pub path: PathBuf,
     pub settings: Settings,
@@ -92,6 +94,9 @@ pub struct ConfigSources {
     pub disabled: Vec<String>,
     /// Every file and folder the result depends on (for `rerun-if-changed`).
     pub inputs: Vec<PathBuf>,
+    /// Errors in individual rule files: the rest is still lowered, so that
+    /// one run reports every problem.
+    pub errors: Vec<CompileError>,
 }
 
 /// The stages an engine's rules run at unless told otherwise.
@@ -109,7 +114,9 @@ fn read(path: &Path) -> Result<String, CompileError> {
     })
 }
 
-/// Reads the config at `path` and the rules tree it points to.
+/// Reads the config at `path` and the rules tree it points to. Only an
+/// unreadable config is fatal; broken rule files are listed in
+/// [`ConfigSources::errors`].
 pub fn load(path: &Path) -> Result<ConfigSources, CompileErrors> {
     let text = read(path)?;
     let file: ConfigFile = yaml::from_str(&text).map_err(|m| CompileError::file(path, m))?;
@@ -136,11 +143,17 @@ pub fn load(path: &Path) -> Result<ConfigSources, CompileErrors> {
             }
             (Some(_), Some(_)) => Err(CompileError::file(
                 path,
-                format!("evaluators[{i}] (`{}`): give `rules` or `rules_file`, not both", ev.name),
+                format!(
+                    "evaluators[{i}] (`{}`): give `rules` or `rules_file`, not both",
+                    ev.name
+                ),
             )),
             (None, None) => Err(CompileError::file(
                 path,
-                format!("evaluators[{i}] (`{}`): needs `rules` or `rules_file`", ev.name),
+                format!(
+                    "evaluators[{i}] (`{}`): needs `rules` or `rules_file`",
+                    ev.name
+                ),
             )),
         };
         match rules {
@@ -159,18 +172,12 @@ pub fn load(path: &Path) -> Result<ConfigSources, CompileErrors> {
     let rules_dir = base.join(file.rules_dir.as_deref().unwrap_or("rules"));
     if rules_dir.is_dir() {
         inputs.push(rules_dir.clone());
-        match load_tree(&rules_dir, &mut inputs) {
-            Ok(mut evs) => evaluators.append(&mut evs),
-            Err(mut es) => errors.append(&mut es.0),
-        }
+        load_tree(&rules_dir, &mut inputs, &mut evaluators, &mut errors);
     } else if file.rules_dir.is_some() {
         errors.push(CompileError::file(
             path,
             format!("rules_dir `{}` is not a directory", rules_dir.display()),
         ));
-    }
-    if !errors.is_empty() {
-        return Err(CompileErrors(errors));
     }
     Ok(ConfigSources {
         path: path.to_path_buf(),
@@ -182,6 +189,7 @@ pub fn load(path: &Path) -> Result<ConfigSources, CompileErrors> {
         evaluators,
         disabled: file.disabled,
         inputs,
+        errors,
     })
 }
 
@@ -209,19 +217,32 @@ fn load_rules_file(
         Err(_) => {
             // Untagged enums lose the real error; re-parse as the header form
             // (the list form cannot fail once the value is a sequence).
-            let m = yaml::from_str::<RuleFileWithHeader>(&text).err().unwrap_or_default();
+            let m = yaml::from_str::<RuleFileWithHeader>(&text)
+                .err()
+                .unwrap_or_default();
             Err(CompileError::file(path, m))
         }
     }
 }
 
-fn load_tree(dir: &Path, inputs: &mut Vec<PathBuf>) -> Result<Vec<EvaluatorSource>, CompileErrors> {
-    let mut errors = Vec::new();
-    let mut out = Vec::new();
-    let entries = sorted_entries(dir).map_err(|source| CompileError::Io {
-        path: dir.to_path_buf(),
-        source,
-    })?;
+/// Adds one evaluator per rule file under `dir` to `out`, and every broken
+/// file to `errors`.
+fn load_tree(
+    dir: &Path,
+    inputs: &mut Vec<PathBuf>,
+    out: &mut Vec<EvaluatorSource>,
+    errors: &mut Vec<CompileError>,
+) {
+    let entries = match sorted_entries(dir) {
+        Ok(e) => e,
+        Err(source) => {
+            errors.push(CompileError::Io {
+                path: dir.to_path_buf(),
+                source,
+            });
+            return;
+        }
+    };
     for sub in entries {
         if !sub.is_dir() {
             continue;
@@ -231,7 +252,10 @@ fn load_tree(dir: &Path, inputs: &mut Vec<PathBuf>) -> Result<Vec<EvaluatorSourc
             let known: Vec<&str> = EngineKind::ALL.iter().map(|e| e.as_str()).collect();
             errors.push(CompileError::file(
                 &sub,
-                format!("unknown engine directory `{name}` (this build supports: {})", known.join(", ")),
+                format!(
+                    "unknown engine directory `{name}` (this build supports: {})",
+                    known.join(", ")
+                ),
             ));
             continue;
         };
@@ -239,7 +263,10 @@ fn load_tree(dir: &Path, inputs: &mut Vec<PathBuf>) -> Result<Vec<EvaluatorSourc
         let files = match sorted_entries(&sub) {
             Ok(f) => f,
             Err(source) => {
-                errors.push(CompileError::Io { path: sub.clone(), source });
+                errors.push(CompileError::Io {
+                    path: sub.clone(),
+                    source,
+                });
                 continue;
             }
         };
@@ -276,11 +303,6 @@ fn load_tree(dir: &Path, inputs: &mut Vec<PathBuf>) -> Result<Vec<EvaluatorSourc
                 Err(e) => errors.push(e),
             }
         }
-    }
-    if errors.is_empty() {
-        Ok(out)
-    } else {
-        Err(CompileErrors(errors))
     }
 }
 

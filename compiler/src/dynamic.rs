@@ -12,6 +12,11 @@ impl Compiled {
             .into_iter()
             .map(|shards| shards.into_iter().map(ShardDfa::Owned).collect())
             .collect();
-        Engine::new(self.program, dfas, Predicates::Interpreted, Backend::Dynamic)
+        Engine::new(
+            self.program,
+            dfas,
+            Predicates::Interpreted,
+            Backend::Dynamic,
+        )
     }
 }

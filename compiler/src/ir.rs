@@ -16,7 +16,10 @@ use std::path::PathBuf;
 #[serde(rename_all = "snake_case")]
 pub enum AtomKind {
     /// A substring; case-insensitive means ASCII case folding.
-    Literal { text: String, case_insensitive: bool },
+    Literal {
+        text: String,
+        case_insensitive: bool,
+    },
     /// A regex in regex-automata syntax (flags inline, e.g. `(?i)`).
     Regex { pattern: String },
 }

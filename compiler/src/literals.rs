@@ -18,7 +18,10 @@ const MAX_LITERALS: usize = 64;
 /// bytes. Lower-casing is safe: the literals go into an ASCII
 /// case-insensitive automaton, which then finds a superset of candidates.
 pub fn required_literals(pattern: &str, min_len: usize) -> Option<Vec<String>> {
-    let hir = regex_syntax::ParserBuilder::new().build().parse(pattern).ok()?;
+    let hir = regex_syntax::ParserBuilder::new()
+        .build()
+        .parse(pattern)
+        .ok()?;
     let mut best: Option<Vec<String>> = None;
     for kind in [ExtractKind::Prefix, ExtractKind::Suffix] {
         // Generous limits: case-insensitive literals expand into every case
@@ -73,7 +76,9 @@ mod tests {
         // (Unicode folding adds variants such as the long s, `ſ`.)
         assert!(ci.len() <= 8, "{ci:?}");
         assert!(ci.iter().all(|l| l.len() >= 6));
-        assert!(ci.iter().any(|l| "ignore".starts_with(l.as_str()) || "instructions".ends_with(l.as_str())));
+        assert!(ci
+            .iter()
+            .any(|l| "ignore".starts_with(l.as_str()) || "instructions".ends_with(l.as_str())));
         assert!(required_literals(r".{0,10}x", 3).is_none());
     }
 }

@@ -18,7 +18,7 @@ const DEFAULT_FIELDS: [&str; 1] = ["text"];
 
 /// Lowers every evaluator of a loaded config.
 pub fn lower(sources: ConfigSources) -> Result<RuleSet, CompileErrors> {
-    let mut errors = Vec::new();
+    let mut errors = sources.errors;
     let mut evaluators: Vec<EvaluatorSource> = sources.evaluators;
     // Chain order: cheapest engine first; inline evaluators before the tree's
     // within an engine; file order within those.
@@ -39,7 +39,11 @@ pub fn lower(sources: ConfigSources) -> Result<RuleSet, CompileErrors> {
     let mut disabled = Vec::new();
     for ev in &evaluators {
         let is_disabled = !ev.enabled || sources.disabled.contains(&ev.name);
-        let base_stages = StageSet::of(&ev.stages.clone().unwrap_or_else(|| default_stages(ev.engine)));
+        let base_stages = StageSet::of(
+            &ev.stages
+                .clone()
+                .unwrap_or_else(|| default_stages(ev.engine)),
+        );
         let mut out = IrEvaluator {
             name: ev.name.clone(),
             engine: ev.engine,
@@ -190,7 +194,10 @@ fn any_or_all(mode: MatchMode, mut parts: Vec<Predicate>) -> Predicate {
 }
 
 fn found_in_any(atoms: Vec<u32>) -> Predicate {
-    any_or_all(MatchMode::Any, atoms.into_iter().map(Predicate::Atom).collect())
+    any_or_all(
+        MatchMode::Any,
+        atoms.into_iter().map(Predicate::Atom).collect(),
+    )
 }
 
 fn lower_regex(r: &RegexRule, table: &mut AtomTable) -> Result<Predicate, String> {
@@ -234,9 +241,11 @@ fn lower_regex(r: &RegexRule, table: &mut AtomTable) -> Result<Predicate, String
         });
     }
     if !positive {
-        return Err("every pattern is negated, so the rule would fire on any event without them; \
+        return Err(
+            "every pattern is negated, so the rule would fire on any event without them; \
                     add at least one pattern that must be found"
-            .into());
+                .into(),
+        );
     }
     Ok(any_or_all(r.match_mode, parts))
 }
@@ -263,7 +272,10 @@ fn lower_pattern(r: &PatternRule, table: &mut AtomTable) -> Result<Predicate, St
                 case_insensitive: !r.case_sensitive,
             }
         };
-        let atoms = fields.iter().map(|f| table.atom(f.clone(), kind.clone())).collect();
+        let atoms = fields
+            .iter()
+            .map(|f| table.atom(f.clone(), kind.clone()))
+            .collect();
         parts.push(found_in_any(atoms));
     }
     Ok(any_or_all(r.match_mode, parts))

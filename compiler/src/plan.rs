@@ -63,10 +63,14 @@ fn dfa_config(limit: usize) -> dense::Config {
         .determinize_size_limit(Some(limit.saturating_mul(2)))
 }
 
-fn build_dfa(patterns: &[&str], limit: usize) -> Result<dense::DFA<Vec<u32>>, dense::BuildError> {
+fn build_dfa(
+    patterns: &[&str],
+    limit: usize,
+) -> Result<dense::DFA<Vec<u32>>, Box<dense::BuildError>> {
     dense::Builder::new()
         .configure(dfa_config(limit))
         .build_many(patterns)
+        .map_err(Box::new)
 }
 
 /// Builds shard DFAs for `atoms`, splitting any group that passes the

@@ -51,7 +51,12 @@ impl fmt::Display for Stats {
         writeln!(f, "build time    {:.1} ms", self.build_ms)?;
         let per_engine: Vec<String> = EngineKind::ALL
             .iter()
-            .map(|e| format!("{e} {}", self.rules.iter().filter(|r| r.engine == *e).count()))
+            .map(|e| {
+                format!(
+                    "{e} {}",
+                    self.rules.iter().filter(|r| r.engine == *e).count()
+                )
+            })
             .collect();
         writeln!(
             f,
@@ -64,7 +69,11 @@ impl fmt::Display for Stats {
         let shards: usize = self.fields.iter().map(|x| x.shard_bytes.len()).sum();
         writeln!(f, "automata      {shards} DFA shards, {}", kib(total))?;
         writeln!(f)?;
-        writeln!(f, "{:<24} {:>7} {:>12} {:>9} {:>10}", "field", "shards", "DFA bytes", "literals", "verifiers")?;
+        writeln!(
+            f,
+            "{:<24} {:>7} {:>12} {:>9} {:>10}",
+            "field", "shards", "DFA bytes", "literals", "verifiers"
+        )?;
         for x in &self.fields {
             writeln!(
                 f,
@@ -77,7 +86,11 @@ impl fmt::Display for Stats {
             )?;
         }
         writeln!(f)?;
-        writeln!(f, "{:<32} {:<8} {:>12}  atoms (field:path)", "rule", "engine", "DFA cost")?;
+        writeln!(
+            f,
+            "{:<32} {:<8} {:>12}  atoms (field:path)",
+            "rule", "engine", "DFA cost"
+        )?;
         for r in &self.rules {
             let atoms: Vec<String> = r
                 .atoms
@@ -87,7 +100,14 @@ impl fmt::Display for Stats {
                     None => format!("{}:{}", a.field, a.path.as_str()),
                 })
                 .collect();
-            writeln!(f, "{:<32} {:<8} {:>12}  {}", r.id, r.engine, kib(r.dfa_cost), atoms.join(", "))?;
+            writeln!(
+                f,
+                "{:<32} {:<8} {:>12}  {}",
+                r.id,
+                r.engine,
+                kib(r.dfa_cost),
+                atoms.join(", ")
+            )?;
         }
         Ok(())
     }

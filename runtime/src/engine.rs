@@ -132,7 +132,11 @@ impl Engine {
                         if rule.stages.contains(stage) {
                             let mut atoms = Vec::new();
                             rule.predicate.atoms(&mut atoms);
-                            fields.extend(atoms.iter().map(|a| program.atoms[*a as usize].field as usize));
+                            fields.extend(
+                                atoms
+                                    .iter()
+                                    .map(|a| program.atoms[*a as usize].field as usize),
+                            );
                         }
                     }
                 }

@@ -93,12 +93,13 @@ impl Event {
         }
         let stage = match obj.remove("stage") {
             None | Some(Value::Null) => return Err(EventError::MissingStage),
-            Some(Value::String(s)) => s.parse().map_err(|e: crate::stage::UnknownStage| {
-                EventError::BadField {
-                    field: "stage",
-                    why: e.to_string(),
-                }
-            })?,
+            Some(Value::String(s)) => {
+                s.parse()
+                    .map_err(|e: crate::stage::UnknownStage| EventError::BadField {
+                        field: "stage",
+                        why: e.to_string(),
+                    })?
+            }
             Some(other) => {
                 return Err(EventError::BadField {
                     field: "stage",
@@ -231,7 +232,9 @@ mod tests {
         assert!(err(json!({"stage": "tool.middle"})).contains("tool.middle"));
         assert!(err(json!({"stage": "tool.before", "tool_name": 3})).contains("tool_name"));
         assert!(err(json!({"stage": "tool.before", "tool_arg": {}})).contains("tool_arg"));
-        assert!(err(json!({"stage": "tool.before", "timestamp": "yesterday"})).contains("timestamp"));
+        assert!(
+            err(json!({"stage": "tool.before", "timestamp": "yesterday"})).contains("timestamp")
+        );
         assert!(err(json!({"stage": "tool.before", "params": [1]})).contains("params"));
         assert!(err(json!([1])).contains("object"));
     }

@@ -57,7 +57,10 @@ pub enum FieldRef {
     Canonical(Canonical),
     Top(TopField),
     /// A path into a JSON part; an empty path means every string under the root.
-    Json { root: JsonRoot, path: Vec<String> },
+    Json {
+        root: JsonRoot,
+        path: Vec<String>,
+    },
 }
 
 /// A field name that does not name any part of an event.

@@ -70,7 +70,9 @@ impl Predicate {
                     }
                 }
                 Predicate::Not(q) => go(q, !negated, out),
-                Predicate::And(ps) | Predicate::Or(ps) => ps.iter().for_each(|q| go(q, negated, out)),
+                Predicate::And(ps) | Predicate::Or(ps) => {
+                    ps.iter().for_each(|q| go(q, negated, out))
+                }
             }
         }
         go(self, false, out)

@@ -143,10 +143,7 @@ impl PreparedEvent {
     fn add_patch(&mut self, patch: &str) {
         let mut added = String::new();
         for line in patch.lines() {
-            if let Some(p) = PATCH_FILE_HEADERS
-                .iter()
-                .find_map(|h| line.strip_prefix(h))
-            {
+            if let Some(p) = PATCH_FILE_HEADERS.iter().find_map(|h| line.strip_prefix(h)) {
                 self.path.push(p.trim().to_string());
             } else if let Some(l) = line.strip_prefix('+') {
                 added.push_str(l);
@@ -285,9 +282,15 @@ mod tests {
 
     #[test]
     fn command_from_every_framework() {
-        let claude = prep(json!({"stage":"tool.before","tool_name":"Bash","tool_args":{"command":"rm -rf /"}}));
-        let openclaw = prep(json!({"stage":"tool.before","tool_name":"exec","tool_args":{"command":"rm -rf /"}}));
-        let codex = prep(json!({"stage":"tool.before","tool_name":"shell","tool_args":{"command":["rm","-rf","/"]}}));
+        let claude = prep(
+            json!({"stage":"tool.before","tool_name":"Bash","tool_args":{"command":"rm -rf /"}}),
+        );
+        let openclaw = prep(
+            json!({"stage":"tool.before","tool_name":"exec","tool_args":{"command":"rm -rf /"}}),
+        );
+        let codex = prep(
+            json!({"stage":"tool.before","tool_name":"shell","tool_args":{"command":["rm","-rf","/"]}}),
+        );
         for p in [claude, openclaw, codex] {
             assert_eq!(p.canonical(Canonical::Command), vec!["rm -rf /"]);
         }
@@ -295,19 +298,25 @@ mod tests {
 
     #[test]
     fn codex_patch_gives_paths_and_content() {
-        let patch = "*** Begin Patch\n*** Add File: /etc/cron.d/x\n+* * * * * root sh\n*** End Patch";
-        let p = prep(json!({"stage":"tool.before","tool_name":"apply_patch","tool_args":{"input": patch}}));
+        let patch =
+            "*** Begin Patch\n*** Add File: /etc/cron.d/x\n+* * * * * root sh\n*** End Patch";
+        let p = prep(
+            json!({"stage":"tool.before","tool_name":"apply_patch","tool_args":{"input": patch}}),
+        );
         assert_eq!(p.canonical(Canonical::Path), vec!["/etc/cron.d/x"]);
         assert_eq!(p.canonical(Canonical::Content), vec!["* * * * * root sh\n"]);
     }
 
     #[test]
     fn dotted_paths_walk_arrays() {
-        let p = prep(json!({"stage":"tool.before","tool_args":{"edits":[{"new_string":"a"},{"new_string":"b"}]}}));
+        let p = prep(
+            json!({"stage":"tool.before","tool_args":{"edits":[{"new_string":"a"},{"new_string":"b"}]}}),
+        );
         let mut got = Vec::new();
-        p.for_each_value(&FieldRef::parse("tool_args.edits.new_string").unwrap(), &mut |s| {
-            got.push(s.to_string())
-        });
+        p.for_each_value(
+            &FieldRef::parse("tool_args.edits.new_string").unwrap(),
+            &mut |s| got.push(s.to_string()),
+        );
         assert_eq!(got, vec!["a", "b"]);
         assert_eq!(p.canonical(Canonical::Content), vec!["a", "b"]);
     }

@@ -162,7 +162,9 @@ impl FieldScanner {
                 for t in &set.targets[m.pattern().as_usize()] {
                     match *t {
                         LiteralTarget::Atom(a) => hits.insert(a as usize),
-                        LiteralTarget::Verifier(v) => candidates.insert(self.verifier_base + v as usize),
+                        LiteralTarget::Verifier(v) => {
+                            candidates.insert(self.verifier_base + v as usize)
+                        }
                     }
                 }
             }

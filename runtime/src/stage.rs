@@ -52,7 +52,9 @@ impl fmt::Display for Stage {
 
 /// The error for a stage name that is not one of [`Stage::ALL`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown stage `{0}` (expected one of: message.before, tool.before, tool.after, params.before)")]
+#[error(
+    "unknown stage `{0}` (expected one of: message.before, tool.before, tool.after, params.before)"
+)]
 pub struct UnknownStage(pub String);
 
 impl FromStr for Stage {
