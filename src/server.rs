@@ -102,7 +102,7 @@ async fn handle(
     state: Arc<AppState>,
 ) -> Result<Response<Body>, Infallible> {
     let response = match (req.method(), req.uri().path()) {
-        (&Method::GET, "/health") => health(&state),
+        (&Method::GET | &Method::HEAD, "/health") => health(&state),
         (&Method::POST, "/evaluate") => evaluate(req, &state).await,
         (_, "/health") => method_not_allowed("GET"),
         (_, "/evaluate") => method_not_allowed("POST"),

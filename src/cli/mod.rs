@@ -1,0 +1,109 @@
+//! The command line: `serve`, `eval`, `lint`, `compile`, one module per
+//! command; this module holds the clap definitions and the dispatch.
+
+use clap::{Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+mod compile;
+mod eval;
+mod lint;
+mod serve;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "parallax",
+    version,
+    about = "Runtime security engine for AI agents"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve the HTTP API (POST /evaluate, GET /health).
+    Serve {
+        /// Config file (default: ./parallax.yaml, else the baked config).
+        #[arg(short, long)]
+        config: Option<PathBuf>,
+        /// Address to bind (overrides server.host).
+        #[arg(long)]
+        host: Option<String>,
+        /// Port to bind (overrides server.port).
+        #[arg(long)]
+        port: Option<u16>,
+        /// Log filter, e.g. `info` or `parallax=debug`.
+        #[arg(long, default_value = "info")]
+        log_level: String,
+        /// Refuse to start unless the configured rules are the baked ones.
+        #[arg(long)]
+        baked_only: bool,
+    },
+    /// Evaluate JSON events, one per line, printing one verdict per line.
+    Eval {
+        #[arg(short, long)]
+        config: Option<PathBuf>,
+        /// Input file; `-` or nothing for standard input.
+        file: Option<PathBuf>,
+        #[arg(long)]
+        baked_only: bool,
+    },
+    /// Check the configuration and rules; non-zero exit on any error.
+    Lint {
+        #[arg(short, long)]
+        config: Option<PathBuf>,
+    },
+    /// Show what the compiler makes of the rules.
+    Compile {
+        #[arg(short, long)]
+        config: Option<PathBuf>,
+        #[arg(long, value_enum, default_value = "stats")]
+        emit: Emit,
+    },
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum Emit {
+    /// The generated Rust module (predicates and embedded automata).
+    Rust,
+    /// Automata sizes, rules per engine and field, each rule's DFA cost.
+    Stats,
+    /// The compiled program as JSON.
+    Program,
+}
+
+pub fn run(cli: Cli) -> ExitCode {
+    match cli.command {
+        Command::Serve {
+            config,
+            host,
+            port,
+            log_level,
+            baked_only,
+        } => serve::run(config, host, port, &log_level, baked_only),
+        Command::Eval {
+            config,
+            file,
+            baked_only,
+        } => eval::run(config, file, baked_only),
+        Command::Lint { config } => lint::run(config),
+        Command::Compile { config, emit } => compile::run(config, emit),
+    }
+}
+
+pub(crate) fn fail(e: impl std::fmt::Display) -> ExitCode {
+    eprintln!("parallax: {e}");
+    ExitCode::FAILURE
+}
+
+pub(crate) fn init_logging(filter: &str) -> Result<(), String> {
+    let filter = tracing_subscriber::EnvFilter::try_new(filter)
+        .map_err(|e| format!("invalid --log-level `{filter}`: {e}"))?;
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init()
+        .map_err(|e| e.to_string())
+}
