@@ -4,5 +4,7 @@
 
 pub mod baked;
 pub mod cli;
+pub mod docs;
 pub mod loader;
+pub mod ruletest;
 pub mod server;

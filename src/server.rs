@@ -104,7 +104,7 @@ async fn handle(
     let response = match (req.method(), req.uri().path()) {
         (&Method::GET | &Method::HEAD, "/health") => health(&state),
         (&Method::POST, "/evaluate") => evaluate(req, &state).await,
-        (_, "/health") => method_not_allowed("GET"),
+        (_, "/health") => method_not_allowed("GET, HEAD"),
         (_, "/evaluate") => method_not_allowed("POST"),
         (_, path) => error(
             StatusCode::NOT_FOUND,

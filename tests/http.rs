@@ -331,7 +331,7 @@ fn assert_seed_blocks(addr: SocketAddr) {
     let v = verdict(&post_json(addr, SEED.as_bytes()));
     assert_eq!(v["action"], "block", "{v}");
     assert_eq!(v["blocked"], true, "{v}");
-    assert_eq!(v["results"][0]["rule_id"], "starter-rm-rf-root", "{v}");
+    assert_eq!(v["results"][0]["rule_id"], "dangerous-rm-rf-root", "{v}");
 }
 
 // ---------------------------------------------------------------------------
@@ -358,8 +358,8 @@ fn seed_example_blocks() {
     ] {
         assert!(r.contains_key(key), "result lacks `{key}`: {v}");
     }
-    assert_eq!(r["rule_id"], "starter-rm-rf-root");
-    assert_eq!(r["evaluator"], "starter");
+    assert_eq!(r["rule_id"], "dangerous-rm-rf-root");
+    assert_eq!(r["evaluator"], "dangerous-commands");
     assert_eq!(r["action"], "block");
     assert_eq!(r["priority"], "critical");
     assert_eq!(r["match"], "rm -rf /");
@@ -367,7 +367,7 @@ fn seed_example_blocks() {
     assert!(
         reasons[0]
             .as_str()
-            .is_some_and(|s| s.starts_with("starter-rm-rf-root")),
+            .is_some_and(|s| s.starts_with("dangerous-rm-rf-root")),
         "{v}"
     );
     assert!(v["elapsed_ms"].is_number(), "{v}");
@@ -398,7 +398,7 @@ fn private_key_in_tool_result_is_redacted() {
     let v = verdict(&post_json(server.addr, body.to_string().as_bytes()));
     assert_eq!(v["action"], "redact", "{v}");
     assert_eq!(v["blocked"], false, "{v}");
-    assert_eq!(v["results"][0]["rule_id"], "starter-private-key", "{v}");
+    assert_eq!(v["results"][0]["rule_id"], "secret-private-key", "{v}");
     // Redaction rules never echo the secret.
     assert_eq!(v["results"][0]["match"], "[REDACTED]", "{v}");
     assert_eq!(v["redacted"], "key:\n[REDACTED]\nbye", "{v}");
@@ -423,7 +423,10 @@ fn codex_style_argv_is_blocked() {
     let v = verdict(&post_json(server.addr, body));
     assert_eq!(v["action"], "block", "{v}");
     assert_eq!(v["blocked"], true, "{v}");
-    assert_eq!(v["results"][0]["rule_id"], "starter-curl-pipe-shell", "{v}");
+    assert_eq!(
+        v["results"][0]["rule_id"], "dangerous-curl-pipe-shell",
+        "{v}"
+    );
 }
 
 #[test]
@@ -705,7 +708,7 @@ fn post_health_is_405_with_allow_get() {
     let server = TestServer::start();
     let resp = request(server.addr, "POST", "/health", &[], b"{}");
     assert_error(&resp, 405, "method_not_allowed", &["GET"]);
-    assert_eq!(resp.header("allow"), Some("GET"));
+    assert_eq!(resp.header("allow"), Some("GET, HEAD"));
 }
 
 // ---------------------------------------------------------------------------

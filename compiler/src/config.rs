@@ -45,12 +45,15 @@ struct InlineEvaluator {
     enabled: bool,
     rules: Option<Vec<serde_yaml::Value>>,
     rules_file: Option<String>,
+    category: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FileHeader {
     name: Option<String>,
+    /// Default category of the file's rules.
+    category: Option<String>,
     stages: Option<Vec<Stage>>,
     #[serde(default = "yes")]
     enabled: bool,
@@ -78,6 +81,8 @@ pub struct EvaluatorSource {
     /// `None`: the engine's default stages.
     pub stages: Option<Vec<Stage>>,
     pub enabled: bool,
+    /// Default category of its rules.
+    pub category: Option<String>,
     /// Defined inline in the config (rather than in the rules tree).
     pub inline: bool,
     /// The file its rules come from.
@@ -162,6 +167,7 @@ pub fn load(path: &Path) -> Result<ConfigSources, CompileErrors> {
                 engine: ev.engine,
                 stages: ev.stages,
                 enabled: ev.enabled,
+                category: ev.category,
                 inline: true,
                 path: src,
                 rules,
@@ -286,15 +292,16 @@ fn load_tree(
                         .and_then(|s| s.to_str())
                         .unwrap_or_default()
                         .to_string();
-                    let (name, stages, enabled) = match header {
-                        Some(h) => (h.name.unwrap_or(stem), h.stages, h.enabled),
-                        None => (stem, None, true),
+                    let (name, stages, enabled, category) = match header {
+                        Some(h) => (h.name.unwrap_or(stem), h.stages, h.enabled, h.category),
+                        None => (stem, None, true, None),
                     };
                     out.push(EvaluatorSource {
                         name,
                         engine,
                         stages,
                         enabled,
+                        category,
                         inline: false,
                         path: file,
                         rules,

@@ -1,6 +1,6 @@
 //! The dynamic backend: a compiled program run straight from memory, its
 //! predicates interpreted from the IR. Used when the configured rules differ
-//! from the baked ones (development, `parallax test`, `lint`).
+//! from the baked ones (development, `parallax test`, any config not baked in).
 
 use crate::plan::Compiled;
 use parallax_runtime::{Backend, Engine, EngineError, Predicates, ShardDfa};

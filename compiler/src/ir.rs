@@ -6,7 +6,10 @@
 //! fingerprint is taken over, so it is built deterministically from the
 //! sources and never contains file-system detail.
 
-use parallax_runtime::{Action, EngineKind, FieldRef, Predicate, Priority, Settings, StageSet};
+use crate::source::RuleTests;
+use parallax_runtime::{
+    Action, EngineKind, FieldRef, Predicate, Priority, Settings, StageSet, Validator,
+};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
@@ -20,8 +23,13 @@ pub enum AtomKind {
         text: String,
         case_insensitive: bool,
     },
-    /// A regex in regex-automata syntax (flags inline, e.g. `(?i)`).
-    Regex { pattern: String },
+    /// A regex in regex-automata syntax (flags inline, e.g. `(?i)`), whose
+    /// matches must also pass `validator` when there is one.
+    Regex {
+        pattern: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        validator: Option<Validator>,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
@@ -32,10 +40,17 @@ pub struct AtomSpec {
 }
 
 impl AtomSpec {
+    pub fn validator(&self) -> Option<Validator> {
+        match &self.kind {
+            AtomKind::Regex { validator, .. } => *validator,
+            AtomKind::Literal { .. } => None,
+        }
+    }
+
     /// A regex matching exactly what the atom matches.
     pub fn span_pattern(&self) -> String {
         match &self.kind {
-            AtomKind::Regex { pattern } => pattern.clone(),
+            AtomKind::Regex { pattern, .. } => pattern.clone(),
             AtomKind::Literal {
                 text,
                 case_insensitive,
@@ -60,7 +75,12 @@ pub struct IrRule {
     pub priority: Priority,
     pub stages: StageSet,
     pub reason: Option<String>,
+    pub category: Option<String>,
+    pub false_positives: Vec<String>,
     pub predicate: Predicate,
+    /// Test cases; not part of the fingerprint (they change no verdict).
+    #[serde(skip)]
+    pub tests: RuleTests,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -20,7 +20,7 @@ const DEFAULT_FIELDS: [&str; 1] = ["text"];
 pub fn lower(sources: ConfigSources) -> Result<RuleSet, CompileErrors> {
     let mut errors = sources.errors;
     let mut evaluators: Vec<EvaluatorSource> = sources.evaluators;
-    // Chain order: cheapest engine first; inline evaluators before the tree's
+    // Chain order: engine order (regex, pattern, …); inline evaluators before the tree's
     // within an engine; file order within those.
     evaluators.sort_by_key(|e| (e.engine, !e.inline));
 
@@ -74,7 +74,14 @@ pub fn lower(sources: ConfigSources) -> Result<RuleSet, CompileErrors> {
             } else {
                 &mut table
             };
-            match lower_rule(ev.engine, base_stages, &ev.path, value.clone(), t) {
+            match lower_rule(
+                ev.engine,
+                base_stages,
+                ev.category.as_deref(),
+                &ev.path,
+                value.clone(),
+                t,
+            ) {
                 Ok(rule) if !rule_disabled => out.rules.push(rule),
                 Ok(_) => {}
                 Err(e) => errors.push(e),
@@ -116,6 +123,7 @@ fn rule_id(v: &serde_yaml::Value) -> Option<String> {
 fn lower_rule(
     engine: EngineKind,
     stages: StageSet,
+    category: Option<&str>,
     path: &Path,
     value: serde_yaml::Value,
     table: &mut AtomTable,
@@ -137,10 +145,15 @@ fn lower_rule(
             (r.common(), p)
         }
     };
-    finish(common, stages, predicate).map_err(err)
+    finish(common, stages, category, predicate).map_err(err)
 }
 
-fn finish(c: Common, stages: StageSet, predicate: Predicate) -> Result<IrRule, String> {
+fn finish(
+    c: Common,
+    stages: StageSet,
+    category: Option<&str>,
+    predicate: Predicate,
+) -> Result<IrRule, String> {
     if c.id.trim().is_empty() {
         return Err("`id` must not be empty".into());
     }
@@ -157,7 +170,10 @@ fn finish(c: Common, stages: StageSet, predicate: Predicate) -> Result<IrRule, S
         priority: c.priority,
         stages,
         reason: c.reason,
+        category: c.category.or_else(|| category.map(str::to_string)),
+        false_positives: c.false_positives,
         predicate,
+        tests: c.tests,
     })
 }
 
@@ -228,6 +244,8 @@ fn lower_regex(r: &RegexRule, table: &mut AtomTable) -> Result<Predicate, String
                     f,
                     AtomKind::Regex {
                         pattern: pattern.clone(),
+                        // Negated patterns are plain presence tests.
+                        validator: if negate { None } else { r.validate },
                     },
                 )
             })
@@ -260,11 +278,16 @@ fn lower_pattern(r: &PatternRule, table: &mut AtomTable) -> Result<Predicate, St
         if kw.is_empty() {
             return Err("a keyword must not be empty (it would match everything)".into());
         }
-        // The literal automaton folds ASCII case only; a case-insensitive
-        // keyword with non-ASCII letters becomes a Unicode-aware regex atom.
-        let kind = if !r.case_sensitive && !kw.is_ascii() {
+        // The literal automaton folds ASCII case only, and matches spaces
+        // exactly: a case-insensitive keyword with non-ASCII letters, or a
+        // keyword of several words (which must survive `ignore   previous`
+        // or a line break between the words), becomes a regex atom.
+        let words: Vec<String> = kw.split_whitespace().map(regex_syntax::escape).collect();
+        let kind = if words.len() > 1 || (!r.case_sensitive && !kw.is_ascii()) {
+            let flags = if r.case_sensitive { "" } else { "(?i)" };
             AtomKind::Regex {
-                pattern: format!("(?i){}", regex_syntax::escape(kw)),
+                pattern: format!("{flags}{}", words.join(r"\s+")),
+                validator: None,
             }
         } else {
             AtomKind::Literal {

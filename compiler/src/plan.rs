@@ -34,6 +34,12 @@ pub struct Limits {
     pub shard_dfa_bytes: usize,
     /// Shortest literal worth prefiltering on.
     pub min_literal_len: usize,
+    /// An atom whose DFA alone passes this, and which has required literals
+    /// of at least `strong_literal_len` bytes, is cheaper to find through
+    /// its literals than to carry in a shared DFA (big DFAs multiply when
+    /// merged).
+    pub prefer_prefilter_bytes: usize,
+    pub strong_literal_len: usize,
 }
 
 impl Default for Limits {
@@ -42,6 +48,8 @@ impl Default for Limits {
             atom_dfa_bytes: 512 * 1024,
             shard_dfa_bytes: 8 * 1024 * 1024,
             min_literal_len: 3,
+            prefer_prefilter_bytes: 32 * 1024,
+            strong_literal_len: 3,
         }
     }
 }
@@ -149,22 +157,47 @@ pub fn compile(rules: &RuleSet, limits: &Limits) -> Compiled {
                         .or_default()
                         .push(LiteralTarget::Atom(id));
                 }
-                AtomKind::Regex { pattern } => match build_dfa(&[pattern], limits.atom_dfa_bytes) {
-                    Ok(dfa) => {
-                        atom_paths[ai] = AtomPath::Dfa;
-                        atom_cost[ai] = dfa.memory_usage();
-                        cheap.push((id, pattern));
+                // A validated atom must see each match, which only its own
+                // regex can give: it is always verified.
+                AtomKind::Regex {
+                    pattern,
+                    validator: Some(_),
+                } => {
+                    atom_note[ai] = Some("validated matches".into());
+                    atom_paths[ai] =
+                        add_verifier(id, pattern, limits, &mut literals, &mut verifiers);
+                }
+                AtomKind::Regex { pattern, .. } => {
+                    match build_dfa(&[pattern], limits.atom_dfa_bytes) {
+                        Ok(dfa)
+                            if dfa.memory_usage() > limits.prefer_prefilter_bytes
+                                && required_literals(pattern, limits.strong_literal_len)
+                                    .is_some() =>
+                        {
+                            atom_cost[ai] = dfa.memory_usage();
+                            atom_note[ai] = Some(format!(
+                                "DFA {} KiB; strong literals",
+                                dfa.memory_usage() / 1024
+                            ));
+                            atom_paths[ai] =
+                                add_verifier(id, pattern, limits, &mut literals, &mut verifiers);
+                        }
+                        Ok(dfa) => {
+                            atom_paths[ai] = AtomPath::Dfa;
+                            atom_cost[ai] = dfa.memory_usage();
+                            cheap.push((id, pattern));
+                        }
+                        Err(e) => {
+                            atom_note[ai] = Some(if e.is_size_limit_exceeded() {
+                                format!("DFA over {} KiB", limits.atom_dfa_bytes / 1024)
+                            } else {
+                                format!("no DFA: {e}")
+                            });
+                            atom_paths[ai] =
+                                add_verifier(id, pattern, limits, &mut literals, &mut verifiers);
+                        }
                     }
-                    Err(e) => {
-                        atom_note[ai] = Some(if e.is_size_limit_exceeded() {
-                            format!("DFA over {} KiB", limits.atom_dfa_bytes / 1024)
-                        } else {
-                            format!("no DFA: {e}")
-                        });
-                        atom_paths[ai] =
-                            add_verifier(id, pattern, limits, &mut literals, &mut verifiers);
-                    }
-                },
+                }
             }
         }
         // Greedy groups by estimated cost; the builder splits what overflows.
@@ -188,7 +221,7 @@ pub fn compile(rules: &RuleSet, limits: &Limits) -> Compiled {
         }
         for id in rejected {
             let ai = id as usize;
-            if let AtomKind::Regex { pattern } = &rules.atoms[ai].kind {
+            if let AtomKind::Regex { pattern, .. } = &rules.atoms[ai].kind {
                 atom_note[ai] = Some("did not fit any shard".into());
                 atom_paths[ai] = add_verifier(id, pattern, limits, &mut literals, &mut verifiers);
             }
@@ -231,6 +264,7 @@ pub fn compile(rules: &RuleSet, limits: &Limits) -> Compiled {
             field: a.field,
             pattern: a.span_pattern(),
             path: *p,
+            validator: a.validator(),
         })
         .collect();
 
@@ -274,6 +308,7 @@ pub fn compile(rules: &RuleSet, limits: &Limits) -> Compiled {
                 stages: r.stages,
                 evaluator: ei as u32,
                 reason: r.reason.clone(),
+                category: r.category.clone(),
                 predicate: r.predicate.clone(),
             });
         }

@@ -3,8 +3,19 @@
 //! Unknown keys are errors (`deny_unknown_fields`): a misspelt `feilds:` must
 //! not silently fall back to scanning the default field.
 
-use parallax_runtime::{Action, Priority, Stage};
+use parallax_runtime::{Action, Priority, Stage, Validator};
 use serde::Deserialize;
+
+/// A rule's own test cases: each an event (a mapping) or, for text rules, a
+/// string placed in the field the rule scans.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RuleTests {
+    #[serde(default, rename = "match")]
+    pub matches: Vec<serde_json::Value>,
+    #[serde(default)]
+    pub no_match: Vec<serde_json::Value>,
+}
 
 fn default_action() -> Action {
     Action::Detect
@@ -26,6 +37,11 @@ pub struct Common {
     pub reason: Option<String>,
     /// Replaces the evaluator's stages for this rule.
     pub stages: Option<Vec<Stage>>,
+    /// Threat category (defaults to the evaluator's).
+    pub category: Option<String>,
+    /// Legitimate activity the rule is known to catch, for the catalogue.
+    pub false_positives: Vec<String>,
+    pub tests: RuleTests,
 }
 
 /// Declares an engine's rule struct with the [`Common`] keys added.
@@ -48,6 +64,11 @@ macro_rules! rule_source {
             pub priority: Priority,
             pub reason: Option<String>,
             pub stages: Option<Vec<Stage>>,
+            pub category: Option<String>,
+            #[serde(default)]
+            pub false_positives: Vec<String>,
+            #[serde(default)]
+            pub tests: RuleTests,
             $($(#[$fm])* pub $f: $t,)*
         }
 
@@ -61,6 +82,9 @@ macro_rules! rule_source {
                     priority: self.priority,
                     reason: self.reason.clone(),
                     stages: self.stages.clone(),
+                    category: self.category.clone(),
+                    false_positives: self.false_positives.clone(),
+                    tests: self.tests.clone(),
                 }
             }
         }
@@ -102,6 +126,8 @@ rule_source! {
         #[serde(default, rename = "match")]
         pub match_mode: MatchMode,
         pub fields: Option<Vec<String>>,
+        /// A check each match of the (positive) patterns must also pass.
+        pub validate: Option<Validator>,
     }
 }
 

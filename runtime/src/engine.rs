@@ -113,7 +113,10 @@ impl Engine {
             let s = FieldScanner::new(
                 plan,
                 shard_dfas,
-                |a| program.atoms[a as usize].pattern.clone(),
+                |a| {
+                    let atom = &program.atoms[a as usize];
+                    (atom.pattern.clone(), atom.validator)
+                },
                 verifier_base,
             )?;
             verifier_base += s.verifiers.len();
@@ -179,7 +182,41 @@ impl Engine {
         let plan = &self.stages[stage.index()];
         scratch.atoms.clear();
         scratch.matched.clear();
-        for &f in &plan.fields {
+        self.scan(plan.fields.iter().copied(), event, scratch);
+        let mut action = Action::Allow;
+        for &e in &plan.evaluators {
+            let mut blocked = false;
+            for r in self.program.rules_of(e) {
+                let rule = &self.program.rules[r];
+                if !rule.stages.contains(stage) {
+                    continue;
+                }
+                if self.predicate(r, &scratch.atoms, event) {
+                    scratch.matched.push(r as u32);
+                    action = action.max(rule.action);
+                    blocked |= rule.action == Action::Block;
+                }
+            }
+            if blocked {
+                break;
+            }
+        }
+        Verdict {
+            action,
+            matched: &scratch.matched,
+            atoms: &scratch.atoms,
+        }
+    }
+
+    /// Scans `fields` (indices into the program's field plans) of `event`,
+    /// adding the atoms that hit to the scratch.
+    fn scan(
+        &self,
+        fields: impl Iterator<Item = usize>,
+        event: &PreparedEvent,
+        scratch: &mut Scratch,
+    ) {
+        for f in fields {
             let scanner = &self.scanners[f];
             let field = &self.program.fields[f].field;
             let Scratch {
@@ -195,37 +232,36 @@ impl Engine {
                 }
             });
         }
-        let mut action = Action::Allow;
-        for &e in &plan.evaluators {
-            let mut blocked = false;
-            for r in self.program.rules_of(e) {
-                let rule = &self.program.rules[r];
-                if !rule.stages.contains(stage) {
-                    continue;
-                }
-                let input = PredicateInput {
-                    atoms: &scratch.atoms,
-                    event,
-                };
-                let hit = match &self.predicates {
-                    Predicates::Compiled(p) => p[r](&input),
-                    Predicates::Interpreted => rule.predicate.eval(&input),
-                };
-                if hit {
-                    scratch.matched.push(r as u32);
-                    action = action.max(rule.action);
-                    blocked |= rule.action == Action::Block;
-                }
-            }
-            if blocked {
-                break;
-            }
+    }
+
+    #[inline]
+    fn predicate(&self, rule: usize, atoms: &BitSet, event: &PreparedEvent) -> bool {
+        let input = PredicateInput { atoms, event };
+        match &self.predicates {
+            Predicates::Compiled(p) => p[rule](&input),
+            Predicates::Interpreted => self.program.rules[rule].predicate.eval(&input),
         }
-        Verdict {
-            action,
-            matched: &scratch.matched,
-            atoms: &scratch.atoms,
+    }
+
+    /// Whether one rule matches `event` on its own, whatever the rest of the
+    /// chain would decide (rule tests use it: an earlier blocking evaluator
+    /// must not hide a later rule's result).
+    pub fn rule_matches(&self, rule: usize, event: &PreparedEvent, scratch: &mut Scratch) -> bool {
+        let meta = &self.program.rules[rule];
+        if !meta.stages.contains(event.event.stage) {
+            return false;
         }
+        let mut atoms = Vec::new();
+        meta.predicate.atoms(&mut atoms);
+        let mut fields: Vec<usize> = atoms
+            .iter()
+            .map(|a| self.program.atoms[*a as usize].field as usize)
+            .collect();
+        fields.sort_unstable();
+        fields.dedup();
+        scratch.atoms.clear();
+        self.scan(fields.into_iter(), event, scratch);
+        self.predicate(rule, &scratch.atoms, event)
     }
 
     /// The regex that finds the spans of `atom` (None only if the pattern no

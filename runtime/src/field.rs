@@ -17,6 +17,9 @@ pub enum Canonical {
     Command,
     /// File paths a tool call reads, writes or edits.
     Path,
+    /// File paths a tool call writes, edits, creates or patches (the subset
+    /// of `path` that belongs to writing tools).
+    WritePath,
     /// URLs a tool call fetches or posts to.
     Url,
     /// Text being written to a file.
@@ -71,9 +74,10 @@ pub struct UnknownField {
     pub why: String,
 }
 
-const CANONICAL: [(&str, Canonical); 6] = [
+const CANONICAL: [(&str, Canonical); 7] = [
     ("command", Canonical::Command),
     ("path", Canonical::Path),
+    ("write_path", Canonical::WritePath),
     ("url", Canonical::Url),
     ("content", Canonical::Content),
     ("query", Canonical::Query),
@@ -130,7 +134,7 @@ impl FieldRef {
             });
         }
         Err(err(
-            "expected a canonical field (command, path, url, content, query, text), \
+            "expected a canonical field (command, path, write_path, url, content, query, text), \
              an event field (stage, session_id, channel, user_id, message_text, tool_name, model) \
              or a path under tool_args, tool_result or params",
         ))

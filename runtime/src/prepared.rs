@@ -10,7 +10,9 @@
 
 use crate::event::Event;
 use crate::field::{Canonical, FieldRef, JsonRoot, TopField};
+use crate::normalize::normalized;
 use serde_json::Value;
+use std::collections::HashMap;
 
 /// Argument keys that carry a shell command.
 pub const COMMAND_KEYS: [&str; 3] = ["command", "cmd", "script"];
@@ -38,6 +40,23 @@ pub const PATH_KEYS: [&str; 10] = [
     "dest",
     "paths",
 ];
+/// Tools that write files (lower-cased). Any other tool whose name contains
+/// one of [`WRITE_TOOL_WORDS`] counts too, which covers most MCP servers.
+pub const WRITE_TOOLS: [&str; 10] = [
+    "write",
+    "edit",
+    "multiedit",
+    "notebookedit",
+    "write_file",
+    "edit_file",
+    "create_file",
+    "str_replace_editor",
+    "str_replace_based_edit_tool",
+    "apply_patch",
+];
+/// Words that mark a tool name as a writing tool.
+pub const WRITE_TOOL_WORDS: [&str; 6] = ["write", "edit", "create", "save", "append", "patch"];
+
 /// Argument keys that carry a URL.
 pub const URL_KEYS: [&str; 4] = ["url", "uri", "href", "endpoint"];
 /// Argument keys that carry text being written.
@@ -58,9 +77,14 @@ pub struct PreparedEvent {
     pub event: Event,
     command: Vec<String>,
     path: Vec<String>,
+    write_path: Vec<String>,
     url: Vec<String>,
     content: Vec<String>,
     query: Vec<String>,
+    /// Normalised variants of the strings that have one, keyed by the
+    /// address and length of the original (owned by this struct, so stable),
+    /// so scanning can look a variant up without allocating.
+    variants: HashMap<(usize, usize), String>,
 }
 
 impl PreparedEvent {
@@ -68,13 +92,60 @@ impl PreparedEvent {
         let mut p = PreparedEvent {
             command: Vec::new(),
             path: Vec::new(),
+            write_path: Vec::new(),
             url: Vec::new(),
             content: Vec::new(),
             query: Vec::new(),
+            variants: HashMap::new(),
             event,
         };
         p.derive();
+        if is_write_tool(p.event.tool_name.as_deref().unwrap_or_default()) {
+            p.write_path = p.path.clone();
+        }
+        p.add_variants();
         p
+    }
+
+    fn add_variants(&mut self) {
+        let mut variants = HashMap::new();
+        let mut add = |s: &str| {
+            if let Some(n) = normalized(s) {
+                variants.insert((s.as_ptr() as usize, s.len()), n);
+            }
+        };
+        let e = &self.event;
+        for s in [&e.message_text, &e.tool_name, &e.model]
+            .into_iter()
+            .flatten()
+        {
+            add(s);
+        }
+        for v in [&e.tool_args, &e.tool_result, &e.params] {
+            each_string(v, &mut add);
+        }
+        for list in [
+            &self.command,
+            &self.path,
+            &self.write_path,
+            &self.url,
+            &self.content,
+            &self.query,
+        ] {
+            list.iter().for_each(|s| add(s));
+        }
+        self.variants = variants;
+    }
+
+    /// The normalised variant of a string of this event, if it has one.
+    #[inline]
+    fn variant(&self, s: &str) -> Option<&str> {
+        if self.variants.is_empty() {
+            return None;
+        }
+        self.variants
+            .get(&(s.as_ptr() as usize, s.len()))
+            .map(String::as_str)
     }
 
     fn derive(&mut self) {
@@ -156,13 +227,25 @@ impl PreparedEvent {
     }
 
     /// Calls `f` with each string value of `field` (an array of strings gives
-    /// one call per element). Never allocates.
+    /// one call per element), then with its normalised variant when it has
+    /// one (see [`crate::normalize`]). Never allocates.
     pub fn for_each_value(&self, field: &FieldRef, f: &mut dyn FnMut(&str)) {
+        let mut with_variants = |s: &str| {
+            f(s);
+            if let Some(n) = self.variant(s) {
+                f(n);
+            }
+        };
+        self.for_each_raw_value(field, &mut with_variants);
+    }
+
+    fn for_each_raw_value(&self, field: &FieldRef, f: &mut dyn FnMut(&str)) {
         let e = &self.event;
         match field {
             FieldRef::Canonical(c) => match c {
                 Canonical::Command => self.command.iter().for_each(|s| f(s)),
                 Canonical::Path => self.path.iter().for_each(|s| f(s)),
+                Canonical::WritePath => self.write_path.iter().for_each(|s| f(s)),
                 Canonical::Url => self.url.iter().for_each(|s| f(s)),
                 Canonical::Content => self.content.iter().for_each(|s| f(s)),
                 Canonical::Query => self.query.iter().for_each(|s| f(s)),
@@ -199,13 +282,19 @@ impl PreparedEvent {
         }
     }
 
-    /// The derived canonical values, for tests and for `docs/FIELDS.md`
-    /// examples.
+    /// The derived canonical values (raw, without normalised variants), for
+    /// tests and for `docs/FIELDS.md` examples.
     pub fn canonical(&self, c: Canonical) -> Vec<String> {
         let mut out = Vec::new();
-        self.for_each_value(&FieldRef::Canonical(c), &mut |s| out.push(s.to_string()));
+        self.for_each_raw_value(&FieldRef::Canonical(c), &mut |s| out.push(s.to_string()));
         out
     }
+}
+
+/// Whether a tool (by name) writes files.
+pub fn is_write_tool(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    WRITE_TOOLS.contains(&name.as_str()) || WRITE_TOOL_WORDS.iter().any(|w| name.contains(w))
 }
 
 fn is_patch(s: &str) -> bool {
@@ -304,7 +393,25 @@ mod tests {
             json!({"stage":"tool.before","tool_name":"apply_patch","tool_args":{"input": patch}}),
         );
         assert_eq!(p.canonical(Canonical::Path), vec!["/etc/cron.d/x"]);
+        assert_eq!(p.canonical(Canonical::WritePath), vec!["/etc/cron.d/x"]);
+        let read = prep(
+            json!({"stage":"tool.before","tool_name":"Read","tool_args":{"file_path":"/etc/hosts"}}),
+        );
+        assert_eq!(read.canonical(Canonical::Path), vec!["/etc/hosts"]);
+        assert!(read.canonical(Canonical::WritePath).is_empty());
         assert_eq!(p.canonical(Canonical::Content), vec!["* * * * * root sh\n"]);
+    }
+
+    #[test]
+    fn scanning_sees_normalised_variants() {
+        let p = prep(
+            json!({"stage":"tool.before","tool_name":"Bash","tool_args":{"command":"ｒｍ -rf /"}}),
+        );
+        let mut got = Vec::new();
+        p.for_each_value(&FieldRef::Canonical(Canonical::Command), &mut |s| {
+            got.push(s.to_string())
+        });
+        assert_eq!(got, vec!["ｒｍ -rf /", "rm -rf /"]);
     }
 
     #[test]

@@ -12,6 +12,7 @@ use crate::field::FieldRef;
 use crate::predicate::Predicate;
 use crate::settings::Settings;
 use crate::stage::StageSet;
+use crate::validator::Validator;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -77,6 +78,9 @@ pub struct RuleMeta {
     pub stages: StageSet,
     pub evaluator: u32,
     pub reason: Option<String>,
+    /// Threat category, for reports and the rules catalogue.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub category: Option<String>,
     pub predicate: Predicate,
 }
 
@@ -90,6 +94,9 @@ pub struct Atom {
     pub pattern: String,
     /// How the hot path finds out that the atom hit.
     pub path: AtomPath,
+    /// A check every match must also pass (e.g. a card number's Luhn digit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validator: Option<Validator>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

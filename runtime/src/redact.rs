@@ -8,17 +8,63 @@
 
 use crate::event::Event;
 use crate::field::{Canonical, FieldRef, JsonRoot, TopField};
+use crate::normalize::normalize_with_map;
+use crate::validator::Validator;
 use regex_automata::meta;
 use serde_json::Value;
 
 pub const REDACTED: &str = "[REDACTED]";
 
-/// Replaces every match of `regex` in `text`; true when anything changed.
-pub fn redact_text(regex: &meta::Regex, text: &mut String) -> bool {
+/// Replaces every match of `regex` in `text` (that passes `validator`, if
+/// any), in the raw text and then in its normalised view, mapped back to
+/// the raw offsets; true when anything changed.
+pub fn redact_text(regex: &meta::Regex, validator: Option<Validator>, text: &mut String) -> bool {
+    let raw = redact_raw(regex, validator, text);
+    redact_normalised(regex, validator, text) || raw
+}
+
+/// Redacts matches only the normalised view shows (a secret spelt with
+/// fullwidth digits or split by zero-width spaces).
+fn redact_normalised(regex: &meta::Regex, validator: Option<Validator>, text: &mut String) -> bool {
+    if text.is_ascii() {
+        return false;
+    }
+    let (norm, map) = normalize_with_map(text);
+    if norm == *text {
+        return false;
+    }
+    let mut ranges: Vec<(usize, usize)> = Vec::new();
+    for m in regex.find_iter(norm.as_str()) {
+        if m.is_empty() || validator.is_some_and(|v| !v.check(&norm[m.range()])) {
+            continue;
+        }
+        let start = map[m.start()];
+        let end = map.get(m.end()).copied().unwrap_or(text.len());
+        match ranges.last_mut() {
+            Some(last) if start <= last.1 => last.1 = last.1.max(end),
+            _ => ranges.push((start, end)),
+        }
+    }
+    if ranges.is_empty() {
+        return false;
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut last = 0;
+    for (start, end) in ranges {
+        out.push_str(&text[last..start]);
+        out.push_str(REDACTED);
+        last = end;
+    }
+    out.push_str(&text[last..]);
+    *text = out;
+    true
+}
+
+fn redact_raw(regex: &meta::Regex, validator: Option<Validator>, text: &mut String) -> bool {
     let mut out = String::new();
     let mut last = 0;
     for m in regex.find_iter(text.as_str()) {
-        if m.is_empty() {
+        if m.is_empty() || validator.is_some_and(|v| !v.check(&text[m.range()])) {
             continue;
         }
         out.push_str(&text[last..m.start()]);
@@ -108,9 +154,16 @@ mod tests {
     fn replaces_every_match_and_keeps_the_rest() {
         let re = meta::Regex::new(r"AKIA[0-9A-Z]{16}").unwrap();
         let mut s = "a AKIAABCDEFGHIJKLMNOP b AKIAABCDEFGHIJKLMNOQ".to_string();
-        assert!(redact_text(&re, &mut s));
+        assert!(redact_text(&re, None, &mut s));
         assert_eq!(s, "a [REDACTED] b [REDACTED]");
         let mut clean = "nothing".to_string();
-        assert!(!redact_text(&re, &mut clean));
+        assert!(!redact_text(&re, None, &mut clean));
+        let cards = meta::Regex::new(r"\d{16}").unwrap();
+        let mut mixed = "4111111111111111 and 1234567812345678".to_string();
+        assert!(redact_text(&cards, Some(Validator::Luhn), &mut mixed));
+        assert_eq!(mixed, "[REDACTED] and 1234567812345678");
+        let mut hidden = "key AKIA\u{200B}ABCDEFGHIJKLMNOP end".to_string();
+        assert!(redact_text(&re, None, &mut hidden));
+        assert_eq!(hidden, "key [REDACTED] end");
     }
 }

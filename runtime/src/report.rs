@@ -114,11 +114,15 @@ fn first_match(
         let Some(re) = engine.span_regex(atom) else {
             continue;
         };
-        let field = &program.fields[program.atoms[atom as usize].field as usize].field;
+        let spec = &program.atoms[atom as usize];
+        let field = &program.fields[spec.field as usize].field;
         let mut found = None;
         event.for_each_value(field, &mut |v| {
             if found.is_none() {
-                if let Some(m) = re.find(v) {
+                let valid = re
+                    .find_iter(v)
+                    .find(|m| spec.validator.is_none_or(|c| c.check(&v[m.range()])));
+                if let Some(m) = valid {
                     found = Some(v[m.range()].trim().chars().take(MAX_MATCH_CHARS).collect());
                 }
             }
@@ -145,9 +149,10 @@ fn redact(
             let Some(re) = engine.span_regex(atom) else {
                 continue;
             };
-            let field = &program.fields[program.atoms[atom as usize].field as usize].field;
+            let spec = &program.atoms[atom as usize];
+            let field = &program.fields[spec.field as usize].field;
             for_each_source_mut(&mut rewritten, field, &mut |s| {
-                redact_text(re, s);
+                redact_text(re, spec.validator, s);
             });
         }
     }

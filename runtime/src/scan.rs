@@ -10,6 +10,7 @@
 
 use crate::bitset::BitSet;
 use crate::program::{FieldPlan, LiteralTarget};
+use crate::validator::Validator;
 use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 use regex_automata::dfa::{dense, Automaton};
 use regex_automata::{meta, Input};
@@ -34,6 +35,8 @@ pub(crate) struct Verifier {
     pub atom: u32,
     pub prefiltered: bool,
     pub regex: meta::Regex,
+    /// When set, the atom hits only if some match also passes it.
+    pub validator: Option<Validator>,
 }
 
 pub(crate) struct FieldScanner {
@@ -71,7 +74,7 @@ impl FieldScanner {
     pub fn new(
         plan: &FieldPlan,
         dfas: Vec<ShardDfa>,
-        atom_pattern: impl Fn(u32) -> String,
+        atom_spec: impl Fn(u32) -> (String, Option<Validator>),
         verifier_base: usize,
     ) -> Result<FieldScanner, ScanBuildError> {
         let field = plan.field.name();
@@ -119,17 +122,17 @@ impl FieldScanner {
             .verifiers
             .iter()
             .map(|v| {
-                let regex = meta::Regex::new(&atom_pattern(v.atom)).map_err(|e| {
-                    ScanBuildError::Verifier {
-                        field: field.clone(),
-                        atom: v.atom,
-                        source: Box::new(e),
-                    }
+                let (pattern, validator) = atom_spec(v.atom);
+                let regex = meta::Regex::new(&pattern).map_err(|e| ScanBuildError::Verifier {
+                    field: field.clone(),
+                    atom: v.atom,
+                    source: Box::new(e),
                 })?;
                 Ok(Verifier {
                     atom: v.atom,
                     prefiltered: v.prefiltered,
                     regex,
+                    validator,
                 })
             })
             .collect::<Result<Vec<_>, ScanBuildError>>()?;
@@ -174,8 +177,14 @@ impl FieldScanner {
             if hits.contains(v.atom as usize) || (v.prefiltered && !candidates.contains(slot)) {
                 continue;
             }
-            let input = Input::new(bytes).earliest(true);
-            if v.regex.search_with(&mut caches[slot], &input).is_some() {
+            let hit = match v.validator {
+                None => {
+                    let input = Input::new(bytes).earliest(true);
+                    v.regex.search_with(&mut caches[slot], &input).is_some()
+                }
+                Some(check) => any_valid_match(&v.regex, &mut caches[slot], hay, check),
+            };
+            if hit {
                 hits.insert(v.atom as usize);
             }
         }
@@ -184,6 +193,28 @@ impl FieldScanner {
     pub fn new_caches(&self) -> impl Iterator<Item = meta::Cache> + '_ {
         self.verifiers.iter().map(|v| v.regex.create_cache())
     }
+}
+
+/// Whether any match of `regex` in `hay` passes `check`; walks the matches
+/// left to right with the caller's cache, so it does not allocate.
+fn any_valid_match(
+    regex: &meta::Regex,
+    cache: &mut meta::Cache,
+    hay: &str,
+    check: Validator,
+) -> bool {
+    let mut input = Input::new(hay);
+    while let Some(m) = regex.search_with(cache, &input) {
+        if check.check(&hay[m.range()]) {
+            return true;
+        }
+        let next = if m.is_empty() { m.end() + 1 } else { m.end() };
+        if next > hay.len() {
+            return false;
+        }
+        input.set_start(next);
+    }
+    false
 }
 
 /// Walks the DFA over the whole haystack once, recording every pattern whose

@@ -6,9 +6,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 mod compile;
+mod docs;
 mod eval;
 mod lint;
 mod serve;
+mod test;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -55,12 +57,34 @@ pub enum Command {
         #[arg(short, long)]
         config: Option<PathBuf>,
     },
+    /// Run every rule's own test cases, and any fixture files given
+    /// (JSON lines: {"event", "action"?, "rules"?, "not_rules"?}).
+    Test {
+        #[arg(short, long)]
+        config: Option<PathBuf>,
+        /// Fixture files to run against the whole chain.
+        fixtures: Vec<PathBuf>,
+    },
+    /// Generate documentation from the rules.
+    Docs {
+        #[command(subcommand)]
+        what: DocsCommand,
+    },
     /// Show what the compiler makes of the rules.
     Compile {
         #[arg(short, long)]
         config: Option<PathBuf>,
         #[arg(long, value_enum, default_value = "stats")]
         emit: Emit,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DocsCommand {
+    /// The rules catalogue (docs/RULES.md): one table per category.
+    Rules {
+        #[arg(short, long)]
+        config: Option<PathBuf>,
     },
 }
 
@@ -90,6 +114,10 @@ pub fn run(cli: Cli) -> ExitCode {
         } => eval::run(config, file, baked_only),
         Command::Lint { config } => lint::run(config),
         Command::Compile { config, emit } => compile::run(config, emit),
+        Command::Test { config, fixtures } => test::run(config, fixtures),
+        Command::Docs {
+            what: DocsCommand::Rules { config },
+        } => docs::run(config),
     }
 }
 

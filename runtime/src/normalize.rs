@@ -1,0 +1,155 @@
+//! The normalised view of text that scanning sees besides the raw text, so
+//! that obfuscation does not slip past rules: invisible characters removed
+//! (zero-width spaces and joiners, soft hyphens, bidi controls), Unicode tag
+//! characters (invisible "ASCII smuggling") folded to the ASCII they encode,
+//! compatibility forms folded by NFKC (fullwidth `ｒｍ`, ligatures), common
+//! Cyrillic and Greek look-alikes folded to Latin, and whitespace runs
+//! collapsed to one space. Case folding is left to the rules (`(?i)`).
+//!
+//! Pure ASCII text is its own normal form, so the common case costs one
+//! `is_ascii` check and no allocation. Each output byte remembers the input
+//! byte it came from, so redaction can rewrite the original text at the
+//! right offsets when only the normalised view matched.
+
+use unicode_normalization::UnicodeNormalization;
+
+/// Characters that render as nothing and only serve to split words.
+fn is_invisible(c: char) -> bool {
+    matches!(c,
+        '\u{00AD}' | '\u{034F}' | '\u{061C}' | '\u{115F}' | '\u{1160}' | '\u{17B4}' | '\u{17B5}'
+        | '\u{180B}'..='\u{180F}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}'
+        | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{206F}' | '\u{3164}' | '\u{FE00}'..='\u{FE0F}'
+        | '\u{FEFF}' | '\u{FFA0}' | '\u{E0001}' | '\u{E007F}' | '\u{E0100}'..='\u{E01EF}')
+}
+
+/// Latin letters that Cyrillic and Greek letters are commonly passed off as.
+fn fold_homoglyph(c: char) -> char {
+    match c {
+        'а' | 'α' => 'a',
+        'А' | 'Α' => 'A',
+        'В' | 'Β' => 'B',
+        'с' | 'ϲ' => 'c',
+        'С' | 'Ϲ' => 'C',
+        'ԁ' => 'd',
+        'е' | 'ё' | 'ε' => 'e',
+        'Е' | 'Ё' | 'Ε' => 'E',
+        'ɡ' => 'g',
+        'һ' => 'h',
+        'Н' | 'Η' => 'H',
+        'і' | 'ι' => 'i',
+        'І' | 'Ι' => 'I',
+        'ј' => 'j',
+        'Ј' => 'J',
+        'к' | 'κ' => 'k',
+        'К' | 'Κ' => 'K',
+        'М' | 'Μ' => 'M',
+        'Ν' => 'N',
+        'о' | 'ο' | 'σ' => 'o',
+        'О' | 'Ο' => 'O',
+        'р' | 'ρ' => 'p',
+        'Р' | 'Ρ' => 'P',
+        'ԛ' => 'q',
+        'ѕ' => 's',
+        'Ѕ' => 'S',
+        'Т' | 'Τ' => 'T',
+        'υ' => 'u',
+        'ν' => 'v',
+        'ԝ' | 'ω' => 'w',
+        'х' | 'χ' => 'x',
+        'Х' | 'Χ' => 'X',
+        'у' | 'γ' => 'y',
+        'У' | 'Υ' => 'Y',
+        'Ζ' => 'Z',
+        other => other,
+    }
+}
+
+/// Appends the normal form of one input character.
+fn push_normalized(c: char, out: &mut String, mut emit: impl FnMut(&mut String, char)) {
+    if is_invisible(c) {
+        return;
+    }
+    // Tag characters U+E0020..U+E007E spell ASCII invisibly.
+    if ('\u{E0020}'..='\u{E007E}').contains(&c) {
+        emit(out, char::from_u32(c as u32 - 0xE0000).unwrap_or(c));
+        return;
+    }
+    if c.is_ascii() {
+        emit(out, c);
+        return;
+    }
+    for d in std::iter::once(c).nfkc() {
+        emit(out, fold_homoglyph(d));
+    }
+}
+
+/// The normalised text, with `map[i]` the input offset output byte `i`
+/// came from (and one final entry, the input length).
+pub fn normalize_with_map(text: &str) -> (String, Vec<usize>) {
+    let mut out = String::with_capacity(text.len());
+    let mut map = Vec::with_capacity(text.len() + 1);
+    let mut last_space = false;
+    for (at, c) in text.char_indices() {
+        push_normalized(c, &mut out, |out, d| {
+            let space = d.is_whitespace();
+            if space && last_space {
+                return;
+            }
+            last_space = space;
+            let d = if space { ' ' } else { d };
+            let before = out.len();
+            out.push(d);
+            map.extend(std::iter::repeat_n(at, out.len() - before));
+        });
+    }
+    map.push(text.len());
+    (out, map)
+}
+
+/// The normalised text when it differs from `text`, else `None`. Pure ASCII
+/// text (without whitespace runs to collapse, which the raw view's `\s+`
+/// already handles) is never rewritten.
+pub fn normalized(text: &str) -> Option<String> {
+    if text.is_ascii() {
+        return None;
+    }
+    let (out, _) = normalize_with_map(text);
+    (out != text).then_some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn folds_obfuscations() {
+        assert_eq!(
+            normalized("ig\u{200B}nore\u{00AD} previous").as_deref(),
+            Some("ignore previous")
+        );
+        assert_eq!(normalized("ｒｍ －ｒｆ ／").as_deref(), Some("rm -rf /"));
+        assert_eq!(
+            normalized("раssword").as_deref(),
+            Some("password"),
+            "Cyrillic р and а"
+        );
+        assert_eq!(normalized("a\u{00A0}\u{2003} b").as_deref(), Some("a b"));
+        let tags: String = "hi"
+            .chars()
+            .map(|c| char::from_u32(0xE0000 + c as u32).unwrap())
+            .collect();
+        assert_eq!(normalized(&format!("x{tags}")).as_deref(), Some("xhi"));
+        assert_eq!(normalized("plain ascii  text"), None);
+        assert_eq!(normalized("café"), None, "already NFKC and nothing to fold");
+    }
+
+    #[test]
+    fn map_points_back_into_the_input() {
+        let raw = "k\u{200B}ey: ｓｅｃｒｅｔ";
+        let (norm, map) = normalize_with_map(raw);
+        assert_eq!(norm, "key: secret");
+        let start = norm.find("secret").unwrap();
+        assert_eq!(&raw[map[start]..], "ｓｅｃｒｅｔ");
+        assert_eq!(map[norm.len()], raw.len());
+    }
+}
