@@ -28,7 +28,11 @@ fn every_rule_case_passes_on_the_baked_engine() {
     let outcome = ruletest::run_rule_tests(&rules, &engine);
     let failures: Vec<String> = outcome.failures.iter().map(|f| f.to_string()).collect();
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-    assert!(outcome.untested.is_empty(), "untested: {:?}", outcome.untested);
+    assert!(
+        outcome.untested.is_empty(),
+        "untested: {:?}",
+        outcome.untested
+    );
     println!("{} passed, {} failed", outcome.passed, outcome.failed());
 }
 
@@ -53,7 +57,10 @@ fn categories_are_known_and_covered() {
     let mut per_category: BTreeMap<String, usize> = BTreeMap::new();
     for ev in &rules.evaluators {
         for r in &ev.rules {
-            let cat = r.category.clone().unwrap_or_else(|| panic!("{} has no category", r.id));
+            let cat = r
+                .category
+                .clone()
+                .unwrap_or_else(|| panic!("{} has no category", r.id));
             assert!(
                 docs::CATEGORIES.iter().any(|(id, _)| *id == cat),
                 "{}: unknown category {cat}",
@@ -82,7 +89,11 @@ fn dynamic_backend_passes_the_same_cases() {
     let rules = shipped();
     let engine = loader::dynamic_engine(&root().join("parallax.yaml")).unwrap();
     let outcome = ruletest::run_rule_tests(&rules, &engine);
-    assert!(outcome.failures.is_empty(), "{:?}", outcome.failures.first());
+    assert!(
+        outcome.failures.is_empty(),
+        "{:?}",
+        outcome.failures.first()
+    );
 }
 
 #[test]

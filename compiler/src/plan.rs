@@ -45,10 +45,10 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Self {
         Limits {
-            atom_dfa_bytes: 512 * 1024,
-            shard_dfa_bytes: 8 * 1024 * 1024,
+            atom_dfa_bytes: 64 * 1024,
+            shard_dfa_bytes: 2 * 1024 * 1024,
             min_literal_len: 3,
-            prefer_prefilter_bytes: 32 * 1024,
+            prefer_prefilter_bytes: 16 * 1024,
             strong_literal_len: 3,
         }
     }
