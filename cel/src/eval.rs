@@ -18,10 +18,11 @@ pub trait Activation {
     /// The value bound to a (possibly qualified, dotted) name.
     fn resolve(&self, name: &str) -> Option<Value>;
 
-    /// Whether atom `id` of the engine's automata hit; only expressions
+    /// Whether atom `id` of the engine's automata hit (an error when the
+    /// field it stands for is missing or not a string); only expressions
     /// rewritten by the rule compiler contain atoms.
-    fn atom(&self, _id: u32) -> Option<bool> {
-        None
+    fn atom(&self, _id: u32) -> Result<bool, EvalError> {
+        Err(EvalError::Invalid("atom reference outside the engine"))
     }
 }
 
@@ -196,11 +197,7 @@ impl<'a> Evaluator<'a> {
                 filter,
                 body,
             } => self.comprehension(*kind, range, var, filter.as_deref(), body),
-            ExprKind::Atom(id) => self
-                .act
-                .atom(*id)
-                .map(Value::Bool)
-                .ok_or(EvalError::Invalid("atom reference outside the engine")),
+            ExprKind::Atom(id) => self.act.atom(*id).map(Value::Bool),
         }
     }
 

@@ -60,6 +60,23 @@ impl Program {
         self.eval_in(act, "")
     }
 
+    /// Evaluates the sub-expression with node id `id` on its own (it must
+    /// not use comprehension variables); `None` if there is no such node.
+    /// Generated code uses this for the parts it does not specialise.
+    pub fn eval_node(&self, id: u32, act: &dyn Activation) -> Option<Result<Value, EvalError>> {
+        fn find(e: &Expr, id: u32) -> Option<&Expr> {
+            let mut found = None;
+            e.walk(&mut |n| {
+                if n.id == id && found.is_none() {
+                    found = Some(n);
+                }
+            });
+            found
+        }
+        let node = find(&self.expr, id)?;
+        Some(Evaluator::new(act, "", &self.regexes).eval(node))
+    }
+
     /// Evaluates with names resolved relative to `container` first.
     pub fn eval_in(&self, act: &dyn Activation, container: &str) -> Result<Value, EvalError> {
         Evaluator::new(act, container, &self.regexes).eval(&self.expr)

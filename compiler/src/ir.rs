@@ -6,7 +6,9 @@
 //! fingerprint is taken over, so it is built deterministically from the
 //! sources and never contains file-system detail.
 
-use parallax_runtime::{Action, EngineKind, FieldRef, Predicate, Priority, Settings, StageSet};
+use parallax_runtime::{
+    Action, CelExpr, EngineKind, FieldRef, Predicate, Priority, Settings, StageSet,
+};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
@@ -87,6 +89,8 @@ pub struct RuleSet {
     pub disabled: Vec<IrEvaluator>,
     pub fields: Vec<FieldRef>,
     pub atoms: Vec<AtomSpec>,
+    /// Expressions of CEL rules, referenced by `Predicate::Cel`.
+    pub cel: Vec<CelExpr>,
     /// Files and folders the rule set was read from.
     pub inputs: Vec<PathBuf>,
 }
@@ -101,12 +105,14 @@ impl RuleSet {
             evaluators: &'a [IrEvaluator],
             fields: &'a [FieldRef],
             atoms: &'a [AtomSpec],
+            cel: &'a [CelExpr],
         }
         let json = serde_json::to_vec(&Canonical {
             compiler: env!("CARGO_PKG_VERSION"),
             evaluators: &self.evaluators,
             fields: &self.fields,
             atoms: &self.atoms,
+            cel: &self.cel,
         })
         .unwrap_or_default();
         let digest = Sha256::digest(&json);
@@ -123,6 +129,8 @@ impl RuleSet {
 pub struct AtomTable {
     pub fields: Vec<FieldRef>,
     pub atoms: Vec<AtomSpec>,
+    /// CEL expressions of the rules lowered so far.
+    pub cel: Vec<CelExpr>,
     field_ids: HashMap<FieldRef, u32>,
     atom_ids: HashMap<AtomSpec, u32>,
 }

@@ -1,0 +1,444 @@
+//! CEL rules at evaluation time: the event as CEL variables, atoms as the
+//! answers to string-matching calls, and the allocation-free helpers that
+//! generated (baked) CEL predicates call.
+//!
+//! Variables: `stage, session_id, channel, user_id, timestamp,
+//! message_text, tool_name, model` (strings; `timestamp` a double),
+//! `tool_args, tool_result, params` (JSON as CEL values; an absent one is
+//! an empty map, so `has()` is false and a field access is an error), and
+//! the canonical fields `command, path, url, content, query, text` (their
+//! values joined with `\n`). A variable the event lacks is an error, which
+//! makes the rule not match.
+
+use crate::field::{Canonical, FieldRef, JsonRoot, TopField};
+use crate::predicate::PredicateInput;
+use crate::prepared::PreparedEvent;
+use crate::program::CelExpr;
+use parallax_cel::{Activation, EvalError, Map, Value};
+use serde_json::Value as Json;
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+/// The CEL expressions of a program, ready to evaluate.
+#[derive(Debug, Default)]
+pub struct CelRuntime {
+    exprs: Vec<(parallax_cel::Program, Vec<(u32, FieldRef)>)>,
+}
+
+impl CelRuntime {
+    pub fn new(exprs: &[CelExpr]) -> CelRuntime {
+        CelRuntime {
+            exprs: exprs
+                .iter()
+                .map(|c| {
+                    (
+                        parallax_cel::Program::from_expr(&c.source, c.expr.clone()),
+                        c.atom_fields.clone(),
+                    )
+                })
+                .collect(),
+        }
+    }
+
+    fn activation<'a>(&'a self, index: u32, input: &'a PredicateInput<'a>) -> EventActivation<'a> {
+        EventActivation {
+            input,
+            atom_fields: self
+                .exprs
+                .get(index as usize)
+                .map_or(&[][..], |e| e.1.as_slice()),
+        }
+    }
+
+    /// Evaluates expression `index` with the interpreter: true only when
+    /// it yields `true` (an error or any other value does not match).
+    pub fn eval(&self, index: u32, input: &PredicateInput<'_>) -> bool {
+        let Some((program, _)) = self.exprs.get(index as usize) else {
+            return false;
+        };
+        matches!(
+            program.eval(&self.activation(index, input)),
+            Ok(Value::Bool(true))
+        )
+    }
+
+    /// Evaluates one boolean sub-expression (by node id) with the
+    /// interpreter; `None` for an error or a non-bool.
+    pub fn eval_node(&self, index: u32, node: u32, input: &PredicateInput<'_>) -> Option<bool> {
+        let (program, _) = self.exprs.get(index as usize)?;
+        match program.eval_node(node, &self.activation(index, input))? {
+            Ok(Value::Bool(b)) => Some(b),
+            _ => None,
+        }
+    }
+
+    /// Atom `atom` of expression `index`, as the call it replaced would
+    /// answer: an error (None) when its field is missing or not a string.
+    pub fn atom(&self, index: u32, atom: u32, input: &PredicateInput<'_>) -> Option<bool> {
+        self.activation(index, input).atom(atom).ok()
+    }
+}
+
+struct EventActivation<'a> {
+    input: &'a PredicateInput<'a>,
+    atom_fields: &'a [(u32, FieldRef)],
+}
+
+const TOP_NAMES: [(&str, TopField); 7] = [
+    ("stage", TopField::Stage),
+    ("session_id", TopField::SessionId),
+    ("channel", TopField::Channel),
+    ("user_id", TopField::UserId),
+    ("message_text", TopField::MessageText),
+    ("tool_name", TopField::ToolName),
+    ("model", TopField::Model),
+];
+
+const CANONICAL_NAMES: [(&str, Canonical); 6] = [
+    ("command", Canonical::Command),
+    ("path", Canonical::Path),
+    ("url", Canonical::Url),
+    ("content", Canonical::Content),
+    ("query", Canonical::Query),
+    ("text", Canonical::Text),
+];
+
+/// The value of a plain string field of the event.
+pub fn top_field(ev: &PreparedEvent, t: TopField) -> Option<&str> {
+    let e = &ev.event;
+    match t {
+        TopField::Stage => Some(e.stage.as_str()),
+        TopField::SessionId => e.session_id.as_deref(),
+        TopField::Channel => e.channel.as_deref(),
+        TopField::UserId => e.user_id.as_deref(),
+        TopField::MessageText => e.message_text.as_deref(),
+        TopField::ToolName => e.tool_name.as_deref(),
+        TopField::Model => e.model.as_deref(),
+    }
+}
+
+pub fn json_root(ev: &PreparedEvent, r: JsonRoot) -> &Json {
+    match r {
+        JsonRoot::ToolArgs => &ev.event.tool_args,
+        JsonRoot::ToolResult => &ev.event.tool_result,
+        JsonRoot::Params => &ev.event.params,
+    }
+}
+
+/// A JSON value as a CEL value (an object's keys are strings).
+pub fn json_to_value(v: &Json) -> Value {
+    match v {
+        Json::Null => Value::Null,
+        Json::Bool(b) => Value::Bool(*b),
+        Json::Number(_) => scalar_value(json_scalar(v)),
+        Json::String(s) => Value::string(s),
+        Json::Array(items) => Value::List(Arc::new(items.iter().map(json_to_value).collect())),
+        Json::Object(map) => {
+            let mut m = Map::new();
+            for (k, v) in map {
+                // Keys of a JSON object are unique strings: cannot fail.
+                let _ = m.insert(Value::string(k), json_to_value(v));
+            }
+            Value::Map(Arc::new(m))
+        }
+    }
+}
+
+fn scalar_value(s: Scalar<'_>) -> Value {
+    match s {
+        Scalar::Null => Value::Null,
+        Scalar::Bool(b) => Value::Bool(b),
+        Scalar::Int(i) => Value::Int(i),
+        Scalar::Uint(u) => Value::Uint(u),
+        Scalar::Double(d) => Value::Double(d),
+        Scalar::Str(s) => Value::string(s),
+        Scalar::List | Scalar::Map => Value::Null,
+    }
+}
+
+impl Activation for EventActivation<'_> {
+    fn resolve(&self, name: &str) -> Option<Value> {
+        let ev = self.input.event;
+        if let Some((_, t)) = TOP_NAMES.iter().find(|(n, _)| *n == name) {
+            return top_field(ev, *t).map(Value::string);
+        }
+        if let Some((_, c)) = CANONICAL_NAMES.iter().find(|(n, _)| *n == name) {
+            let mut joined = String::new();
+            let mut first = true;
+            ev.for_each_value(&FieldRef::Canonical(*c), &mut |s| {
+                if !first {
+                    joined.push('\n');
+                }
+                first = false;
+                joined.push_str(s);
+            });
+            return Some(Value::String(Arc::from(joined)));
+        }
+        let root = match name {
+            "tool_args" => JsonRoot::ToolArgs,
+            "tool_result" => JsonRoot::ToolResult,
+            "params" => JsonRoot::Params,
+            "timestamp" => return ev.event.timestamp.map(Value::Double),
+            _ => return None,
+        };
+        Some(match json_root(ev, root) {
+            Json::Null => Value::Map(Arc::new(Map::new())),
+            v => json_to_value(v),
+        })
+    }
+
+    fn atom(&self, id: u32) -> Result<bool, EvalError> {
+        let field = self
+            .atom_fields
+            .iter()
+            .find(|(a, _)| *a == id)
+            .map(|(_, f)| f)
+            .ok_or(EvalError::Invalid("unknown atom"))?;
+        let valid = match field {
+            FieldRef::Canonical(_) => true,
+            FieldRef::Top(t) => top_field(self.input.event, *t).is_some(),
+            FieldRef::Json { root, path } => {
+                matches!(
+                    json_at(
+                        json_root(self.input.event, *root),
+                        path.iter().map(String::as_str)
+                    ),
+                    Some(Json::String(_))
+                )
+            }
+        };
+        if valid {
+            Ok(self.input.atom(id))
+        } else {
+            Err(EvalError::NoOverload(
+                "string function on a missing or non-string field",
+            ))
+        }
+    }
+}
+
+/// Follows object keys exactly as CEL field selection does (no walking
+/// into arrays); `None` when a key is missing or a value is not an object.
+pub fn json_at<'j, 's>(v: &'j Json, path: impl IntoIterator<Item = &'s str>) -> Option<&'j Json> {
+    let mut cur = v;
+    for seg in path {
+        cur = cur.as_object()?.get(seg)?;
+    }
+    Some(cur)
+}
+
+/// A borrowed CEL value of the kinds generated code compares, so that
+/// comparing an event field with a literal needs no allocation.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Scalar<'a> {
+    Null,
+    Bool(bool),
+    Int(i64),
+    Uint(u64),
+    Double(f64),
+    Str(&'a str),
+    /// A list or map: equal to no scalar, ordered with nothing.
+    List,
+    Map,
+}
+
+/// A JSON value as a scalar (numbers become int, else uint, else double,
+/// as [`json_to_value`] does).
+pub fn json_scalar(v: &Json) -> Scalar<'_> {
+    match v {
+        Json::Null => Scalar::Null,
+        Json::Bool(b) => Scalar::Bool(*b),
+        Json::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                Scalar::Int(i)
+            } else if let Some(u) = n.as_u64() {
+                Scalar::Uint(u)
+            } else {
+                Scalar::Double(n.as_f64().unwrap_or(f64::NAN))
+            }
+        }
+        Json::String(s) => Scalar::Str(s),
+        Json::Array(_) => Scalar::List,
+        Json::Object(_) => Scalar::Map,
+    }
+}
+
+/// Generated-code helpers: CEL semantics on [`Scalar`]s and `Option<bool>`
+/// (`None` is a CEL error), without allocating.
+pub mod native {
+    use super::*;
+
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Cmp {
+        Eq,
+        Ne,
+        Lt,
+        Le,
+        Gt,
+        Ge,
+    }
+
+    /// `a && b` with CEL's commutative error absorption.
+    #[inline]
+    pub fn and(a: Option<bool>, b: impl FnOnce() -> Option<bool>) -> Option<bool> {
+        if a == Some(false) {
+            return Some(false);
+        }
+        match (a, b()) {
+            (_, Some(false)) => Some(false),
+            (Some(true), Some(true)) => Some(true),
+            _ => None,
+        }
+    }
+
+    /// `a || b` with CEL's commutative error absorption.
+    #[inline]
+    pub fn or(a: Option<bool>, b: impl FnOnce() -> Option<bool>) -> Option<bool> {
+        if a == Some(true) {
+            return Some(true);
+        }
+        match (a, b()) {
+            (_, Some(true)) => Some(true),
+            (Some(false), Some(false)) => Some(false),
+            _ => None,
+        }
+    }
+
+    #[inline]
+    pub fn not(a: Option<bool>) -> Option<bool> {
+        a.map(|b| !b)
+    }
+
+    /// A plain string field of the event, as a scalar.
+    #[inline]
+    pub fn top_scalar<'e>(ev: &'e PreparedEvent, t: TopField) -> Option<Scalar<'e>> {
+        top_field(ev, t).map(Scalar::Str)
+    }
+
+    /// `timestamp`, as a scalar.
+    #[inline]
+    pub fn timestamp(ev: &PreparedEvent) -> Option<Scalar<'static>> {
+        ev.event.timestamp.map(Scalar::Double)
+    }
+
+    /// The value at a select chain under a JSON root; an absent root is an
+    /// empty map.
+    #[inline]
+    pub fn json<'e>(ev: &'e PreparedEvent, root: JsonRoot, path: &[&str]) -> Option<Scalar<'e>> {
+        let r = json_root(ev, root);
+        if r.is_null() {
+            return if path.is_empty() {
+                Some(Scalar::Map)
+            } else {
+                None
+            };
+        }
+        json_at(r, path.iter().copied()).map(json_scalar)
+    }
+
+    /// `has(root.a.b.c)`: the chain up to the last key must exist and be
+    /// objects (else an error); then whether the last key is present.
+    #[inline]
+    pub fn has(ev: &PreparedEvent, root: JsonRoot, path: &[&str], last: &str) -> Option<bool> {
+        let r = json_root(ev, root);
+        if r.is_null() && path.is_empty() {
+            return Some(false);
+        }
+        match json_at(r, path.iter().copied())? {
+            Json::Object(m) => Some(m.contains_key(last)),
+            _ => None,
+        }
+    }
+
+    /// `size(x)` of a JSON value under a root (absent root: 0).
+    #[inline]
+    pub fn json_size(ev: &PreparedEvent, root: JsonRoot, path: &[&str]) -> Option<Scalar<'static>> {
+        let r = json_root(ev, root);
+        if r.is_null() && path.is_empty() {
+            return Some(Scalar::Int(0));
+        }
+        let n = match json_at(r, path.iter().copied())? {
+            Json::String(s) => s.chars().count(),
+            Json::Array(a) => a.len(),
+            Json::Object(o) => o.len(),
+            _ => return None,
+        };
+        Some(Scalar::Int(n as i64))
+    }
+
+    /// `size(command)` and friends: the length of the values joined with
+    /// `\n`, counted without joining them.
+    pub fn canonical_size(ev: &PreparedEvent, c: Canonical) -> Option<Scalar<'static>> {
+        let (mut chars, mut values) = (0usize, 0usize);
+        ev.for_each_value(&FieldRef::Canonical(c), &mut |s| {
+            chars += s.chars().count();
+            values += 1;
+        });
+        Some(Scalar::Int((chars + values.saturating_sub(1)) as i64))
+    }
+
+    /// `size(x)` of a string scalar.
+    #[inline]
+    pub fn str_size(s: Option<Scalar<'_>>) -> Option<Scalar<'static>> {
+        match s? {
+            Scalar::Str(s) => Some(Scalar::Int(s.chars().count() as i64)),
+            _ => None,
+        }
+    }
+
+    fn number(s: Scalar<'_>) -> Option<Value> {
+        match s {
+            Scalar::Int(i) => Some(Value::Int(i)),
+            Scalar::Uint(u) => Some(Value::Uint(u)),
+            Scalar::Double(d) => Some(Value::Double(d)),
+            _ => None,
+        }
+    }
+
+    /// CEL equality on scalars: heterogeneous numbers by value, different
+    /// kinds unequal, never an error.
+    pub fn equals(a: Scalar<'_>, b: Scalar<'_>) -> bool {
+        match (a, b) {
+            (Scalar::Null, Scalar::Null) => true,
+            (Scalar::Bool(x), Scalar::Bool(y)) => x == y,
+            (Scalar::Str(x), Scalar::Str(y)) => x == y,
+            _ => match (number(a), number(b)) {
+                (Some(x), Some(y)) => {
+                    parallax_cel::value::numeric_cmp(&x, &y) == Some(Ordering::Equal)
+                }
+                _ => false,
+            },
+        }
+    }
+
+    /// A comparison with CEL semantics; `None` where CEL errors.
+    pub fn compare(a: Option<Scalar<'_>>, op: Cmp, b: Option<Scalar<'_>>) -> Option<bool> {
+        let (a, b) = (a?, b?);
+        match op {
+            Cmp::Eq => return Some(equals(a, b)),
+            Cmp::Ne => return Some(!equals(a, b)),
+            _ => {}
+        }
+        let ord = match (a, b) {
+            (Scalar::Bool(x), Scalar::Bool(y)) => Some(x.cmp(&y)),
+            (Scalar::Str(x), Scalar::Str(y)) => Some(x.cmp(y)),
+            _ => {
+                let (x, y) = (number(a)?, number(b)?);
+                parallax_cel::value::numeric_cmp(&x, &y)
+            }
+        };
+        Some(match (op, ord) {
+            (_, None) => false,
+            (Cmp::Lt, Some(o)) => o == Ordering::Less,
+            (Cmp::Le, Some(o)) => o != Ordering::Greater,
+            (Cmp::Gt, Some(o)) => o == Ordering::Greater,
+            (_, Some(o)) => o != Ordering::Less,
+        })
+    }
+
+    /// `x in [literals]`.
+    pub fn in_list(a: Option<Scalar<'_>>, items: &[Scalar<'_>]) -> Option<bool> {
+        let a = a?;
+        Some(items.iter().any(|b| equals(a, *b)))
+    }
+}
