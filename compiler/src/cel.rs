@@ -54,7 +54,7 @@ const ROOTS: [(&str, JsonRoot); 3] = [
 /// expression with a caret under the offending part.
 pub fn lower_cel(r: &CelRule, table: &mut AtomTable) -> Result<Predicate, String> {
     let src = r.expr.as_str();
-    let show = |e: SourceError| format!("invalid CEL expression\n{e}");
+    let show = |e: SourceError| e.to_string();
     let program = Program::parse(src).map_err(show)?;
     let mut expr = program.expr;
     let mut next_id = max_id(&expr) + 1;
