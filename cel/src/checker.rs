@@ -340,12 +340,22 @@ impl Checker<'_> {
                 function,
                 args,
             } => {
+                let namespaced = matches!(
+                    target.as_deref().map(|t| &t.kind),
+                    Some(ExprKind::Ident { name, absolute: false })
+                        if name == "strings"
+                            && self.local(name).is_none()
+                            && self.lookup(name, false).is_none()
+                );
                 let mut types = Vec::new();
-                if let Some(t) = target {
+                if let Some(t) = target.as_deref().filter(|_| !namespaced) {
                     types.push(self.check(t)?);
                 }
                 for a in args {
                     types.push(self.check(a)?);
+                }
+                if namespaced {
+                    return self.call(e, &format!("strings.{function}"), false, &types);
                 }
                 self.call(e, function, target.is_some(), &types)
             }
@@ -554,7 +564,56 @@ impl Checker<'_> {
                 }
                 T::Bool
             }
-            ("lowerAscii" | "upperAscii", [s], true) if any(s, &[T::String]) => T::String,
+            ("lowerAscii" | "upperAscii" | "trim" | "reverse", [s], true)
+                if any(s, &[T::String]) =>
+            {
+                T::String
+            }
+            ("charAt", [s, i], true) if any(s, &[T::String]) && any(i, &[T::Int]) => T::String,
+            ("indexOf" | "lastIndexOf", [s, p], true)
+                if any(s, &[T::String]) && any(p, &[T::String]) =>
+            {
+                T::Int
+            }
+            ("indexOf" | "lastIndexOf", [s, p, i], true)
+                if any(s, &[T::String]) && any(p, &[T::String]) && any(i, &[T::Int]) =>
+            {
+                T::Int
+            }
+            ("substring", [s, a], true) if any(s, &[T::String]) && any(a, &[T::Int]) => T::String,
+            ("substring", [s, a, b], true)
+                if any(s, &[T::String]) && any(a, &[T::Int]) && any(b, &[T::Int]) =>
+            {
+                T::String
+            }
+            ("replace", [s, a, b], true)
+                if any(s, &[T::String]) && any(a, &[T::String]) && any(b, &[T::String]) =>
+            {
+                T::String
+            }
+            ("replace", [s, a, b, n], true)
+                if any(s, &[T::String])
+                    && any(a, &[T::String])
+                    && any(b, &[T::String])
+                    && any(n, &[T::Int]) =>
+            {
+                T::String
+            }
+            ("split", [s, a], true) if any(s, &[T::String]) && any(a, &[T::String]) => {
+                T::List(Box::new(T::String))
+            }
+            ("split", [s, a, n], true)
+                if any(s, &[T::String]) && any(a, &[T::String]) && any(n, &[T::Int]) =>
+            {
+                T::List(Box::new(T::String))
+            }
+            ("join", [T::Dyn | T::List(_)], true) => T::String,
+            ("join", [l, sep], true)
+                if matches!(l, T::Dyn | T::List(_)) && any(sep, &[T::String]) =>
+            {
+                T::String
+            }
+            ("strings.quote", [s], false) if any(s, &[T::String]) => T::String,
             _ => {
                 if crate::functions::FUNCTIONS.contains(&function) {
                     return fail();

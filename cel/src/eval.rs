@@ -254,15 +254,40 @@ impl<'a> Evaluator<'a> {
         function: &str,
         args: &'a [Expr],
     ) -> Result<Value, EvalError> {
+        // `strings.quote(x)`: a namespaced function, unless `strings` is a
+        // variable.
+        let namespaced = matches!(
+            target.map(|t| &t.kind),
+            Some(ExprKind::Ident { name, absolute: false })
+                if name == "strings"
+                    && self.local(name).is_none()
+                    && self.act.resolve(name).is_none()
+        );
         let mut vals: Vec<Value> = Vec::with_capacity(args.len() + 1);
-        if let Some(t) = target {
+        if let Some(t) = target.filter(|_| !namespaced) {
             vals.push(self.eval(t)?);
         }
         for a in args {
             vals.push(self.eval(a)?);
         }
-        let receiver = target.is_some();
+        let receiver = target.is_some() && !namespaced;
+        let function = if namespaced && function == "quote" {
+            "strings.quote"
+        } else {
+            function
+        };
+        use f::strings as s;
         match (function, vals.as_slice(), receiver) {
+            ("strings.quote", [v], false) => s::quote(v),
+            ("charAt", [v, i], true) => s::char_at(v, i),
+            ("indexOf", a @ ([_, _] | [_, _, _]), true) => s::index_of(a, false),
+            ("lastIndexOf", a @ ([_, _] | [_, _, _]), true) => s::index_of(a, true),
+            ("substring", a, true) => s::substring(a),
+            ("replace", a, true) => s::replace(a),
+            ("split", a, true) => s::split(a),
+            ("join", a, true) => s::join(a),
+            ("trim", [v], true) => s::trim(v),
+            ("reverse", [v], true) => s::reverse(v),
             ("size", [v], _) => f::size(v),
             ("int", [v], false) => f::to_int(v),
             ("uint", [v], false) => f::to_uint(v),

@@ -8,7 +8,7 @@ use std::sync::Arc;
 /// Functions this implementation knows, with their argument counts
 /// (receiver counted as an argument). Used by the checker and by the
 /// conformance runner's skip rule for extension files.
-pub const FUNCTIONS: [&str; 16] = [
+pub const FUNCTIONS: [&str; 27] = [
     "size",
     "int",
     "uint",
@@ -25,6 +25,17 @@ pub const FUNCTIONS: [&str; 16] = [
     "lowerAscii",
     "upperAscii",
     "has",
+    "charAt",
+    "indexOf",
+    "lastIndexOf",
+    "substring",
+    "replace",
+    "split",
+    "join",
+    "trim",
+    "reverse",
+    "strings.quote",
+    "quote",
 ];
 
 pub fn size(v: &Value) -> Result<Value, EvalError> {
@@ -160,4 +171,198 @@ pub fn ascii_case(function: &'static str, s: &Value) -> Result<Value, EvalError>
 /// Maps a type-denoting identifier to its type value.
 pub fn type_ident(name: &str) -> Option<Value> {
     Type::from_name(name).map(Value::Type)
+}
+
+/// The strings extension: functions on strings by code point, as the
+/// specification's `strings` library defines them.
+pub mod strings {
+    use super::*;
+
+    fn chars_len(s: &str) -> usize {
+        s.chars().count()
+    }
+
+    /// Byte offset of code point `i` (`i` may equal the length).
+    fn byte_at(s: &str, i: usize) -> usize {
+        s.char_indices().nth(i).map_or(s.len(), |(b, _)| b)
+    }
+
+    fn index(v: &Value, what: &'static str) -> Result<i64, EvalError> {
+        match v {
+            Value::Int(i) => Ok(*i),
+            _ => Err(EvalError::NoOverload(what)),
+        }
+    }
+
+    fn string<'v>(v: &'v Value, what: &'static str) -> Result<&'v str, EvalError> {
+        match v {
+            Value::String(s) => Ok(s),
+            _ => Err(EvalError::NoOverload(what)),
+        }
+    }
+
+    fn position(i: i64, len: usize) -> Result<usize, EvalError> {
+        usize::try_from(i)
+            .ok()
+            .filter(|&p| p <= len)
+            .ok_or(EvalError::IndexOutOfRange)
+    }
+
+    pub fn char_at(s: &Value, i: &Value) -> Result<Value, EvalError> {
+        let s = string(s, "charAt")?;
+        let p = position(index(i, "charAt")?, chars_len(s))?;
+        Ok(Value::string(
+            &s.chars().nth(p).map(String::from).unwrap_or_default(),
+        ))
+    }
+
+    pub fn index_of(args: &[Value], last: bool) -> Result<Value, EvalError> {
+        let what = if last { "lastIndexOf" } else { "indexOf" };
+        let (s, sub) = match args {
+            [s, sub] | [s, sub, _] => (string(s, what)?, string(sub, what)?),
+            _ => return Err(EvalError::NoOverload(what)),
+        };
+        let len = chars_len(s);
+        let sub_len = chars_len(sub);
+        let to_cp = |byte: usize| s[..byte].chars().count() as i64;
+        let found = if last {
+            let end = match args.get(2) {
+                Some(p) => {
+                    let p = index(p, what)?;
+                    if p < 0 || p as usize >= len {
+                        return Err(EvalError::IndexOutOfRange);
+                    }
+                    // Matches may start at or before code point `p`.
+                    byte_at(s, (p as usize + sub_len).min(len))
+                }
+                None => s.len(),
+            };
+            s[..end].rfind(sub).map(to_cp)
+        } else {
+            let start = match args.get(2) {
+                Some(p) => byte_at(s, position(index(p, what)?, len)?),
+                None => 0,
+            };
+            s[start..].find(sub).map(|b| to_cp(start + b))
+        };
+        Ok(Value::Int(found.unwrap_or(-1)))
+    }
+
+    pub fn substring(args: &[Value]) -> Result<Value, EvalError> {
+        let (s, start, end) = match args {
+            [s, a] => (string(s, "substring")?, index(a, "substring")?, None),
+            [s, a, b] => (
+                string(s, "substring")?,
+                index(a, "substring")?,
+                Some(index(b, "substring")?),
+            ),
+            _ => return Err(EvalError::NoOverload("substring")),
+        };
+        let len = chars_len(s);
+        let start = position(start, len)?;
+        let end = match end {
+            Some(e) => position(e, len)?,
+            None => len,
+        };
+        if end < start {
+            return Err(EvalError::IndexOutOfRange);
+        }
+        Ok(Value::string(&s[byte_at(s, start)..byte_at(s, end)]))
+    }
+
+    pub fn replace(args: &[Value]) -> Result<Value, EvalError> {
+        let (s, old, new, n) = match args {
+            [s, o, n] => (s, o, n, -1),
+            [s, o, n, c] => (s, o, n, index(c, "replace")?),
+            _ => return Err(EvalError::NoOverload("replace")),
+        };
+        let (s, old, new) = (
+            string(s, "replace")?,
+            string(old, "replace")?,
+            string(new, "replace")?,
+        );
+        Ok(Value::string(&if n < 0 {
+            s.replace(old, new)
+        } else {
+            s.replacen(old, new, n as usize)
+        }))
+    }
+
+    pub fn split(args: &[Value]) -> Result<Value, EvalError> {
+        let (s, sep, n) = match args {
+            [s, sep] => (s, sep, -1),
+            [s, sep, n] => (s, sep, index(n, "split")?),
+            _ => return Err(EvalError::NoOverload("split")),
+        };
+        let (s, sep) = (string(s, "split")?, string(sep, "split")?);
+        let parts: Vec<Value> = if n == 0 {
+            Vec::new()
+        } else if sep.is_empty() {
+            let chars: Vec<String> = s.chars().map(String::from).collect();
+            let limit = if n < 0 { chars.len() } else { n as usize };
+            let mut out: Vec<Value> = chars
+                .iter()
+                .take(limit.saturating_sub(1))
+                .map(|c| Value::string(c))
+                .collect();
+            if chars.len() >= limit && limit > 0 {
+                out.push(Value::string(&chars[limit - 1..].concat()));
+            }
+            out
+        } else if n < 0 {
+            s.split(sep).map(Value::string).collect()
+        } else {
+            s.splitn(n as usize, sep).map(Value::string).collect()
+        };
+        Ok(Value::List(Arc::new(parts)))
+    }
+
+    pub fn join(args: &[Value]) -> Result<Value, EvalError> {
+        let (list, sep) = match args {
+            [Value::List(l)] => (l, ""),
+            [Value::List(l), Value::String(sep)] => (l, &**sep),
+            _ => return Err(EvalError::NoOverload("join")),
+        };
+        let mut out = String::new();
+        for (i, v) in list.iter().enumerate() {
+            if i > 0 {
+                out.push_str(sep);
+            }
+            out.push_str(string(v, "join")?);
+        }
+        Ok(Value::string(&out))
+    }
+
+    pub fn trim(s: &Value) -> Result<Value, EvalError> {
+        Ok(Value::string(string(s, "trim")?.trim()))
+    }
+
+    pub fn reverse(s: &Value) -> Result<Value, EvalError> {
+        Ok(Value::string(
+            &string(s, "reverse")?.chars().rev().collect::<String>(),
+        ))
+    }
+
+    /// `strings.quote(s)`: `s` as a double-quoted CEL string literal.
+    pub fn quote(s: &Value) -> Result<Value, EvalError> {
+        let s = string(s, "strings.quote")?;
+        let mut out = String::with_capacity(s.len() + 2);
+        out.push('"');
+        for c in s.chars() {
+            match c {
+                '\x07' => out.push_str("\\a"),
+                '\x08' => out.push_str("\\b"),
+                '\x0c' => out.push_str("\\f"),
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                '\t' => out.push_str("\\t"),
+                '\x0b' => out.push_str("\\v"),
+                '\\' => out.push_str("\\\\"),
+                '"' => out.push_str("\\\""),
+                c => out.push(c),
+            }
+        }
+        out.push('"');
+        Ok(Value::string(&out))
+    }
 }
