@@ -614,6 +614,11 @@ impl Checker<'_> {
                 T::String
             }
             ("strings.quote", [s], false) if any(s, &[T::String]) => T::String,
+            ("format", [s, l], true)
+                if any(s, &[T::String]) && matches!(l, T::Dyn | T::List(_)) =>
+            {
+                T::String
+            }
             _ => {
                 if crate::functions::FUNCTIONS.contains(&function) {
                     return fail();

@@ -288,6 +288,7 @@ impl<'a> Evaluator<'a> {
             ("join", a, true) => s::join(a),
             ("trim", [v], true) => s::trim(v),
             ("reverse", [v], true) => s::reverse(v),
+            ("format", [v, a], true) => f::format::format(v, a),
             ("size", [v], _) => f::size(v),
             ("int", [v], false) => f::to_int(v),
             ("uint", [v], false) => f::to_uint(v),

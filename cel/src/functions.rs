@@ -8,7 +8,7 @@ use std::sync::Arc;
 /// Functions this implementation knows, with their argument counts
 /// (receiver counted as an argument). Used by the checker and by the
 /// conformance runner's skip rule for extension files.
-pub const FUNCTIONS: [&str; 27] = [
+pub const FUNCTIONS: [&str; 28] = [
     "size",
     "int",
     "uint",
@@ -36,6 +36,7 @@ pub const FUNCTIONS: [&str; 27] = [
     "reverse",
     "strings.quote",
     "quote",
+    "format",
 ];
 
 pub fn size(v: &Value) -> Result<Value, EvalError> {
@@ -363,6 +364,179 @@ pub mod strings {
             }
         }
         out.push('"');
+        Ok(Value::string(&out))
+    }
+}
+
+/// `"…".format([args])` of the strings extension: `%s %d %f %e %x %X %o %b`,
+/// an optional precision (`%.3f`), and `%%`.
+pub mod format {
+    use super::*;
+
+    fn special(d: f64) -> Option<&'static str> {
+        if d.is_nan() {
+            Some("NaN")
+        } else if d.is_infinite() {
+            Some(if d > 0.0 { "Infinity" } else { "-Infinity" })
+        } else {
+            None
+        }
+    }
+
+    /// `%s`: strings as they are, everything else as CEL prints it.
+    fn plain(v: &Value, out: &mut String) -> Result<(), EvalError> {
+        match v {
+            Value::String(s) => out.push_str(s),
+            Value::Bytes(b) => out.push_str(&String::from_utf8_lossy(b)),
+            Value::Null => out.push_str("null"),
+            Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+            Value::Int(i) => out.push_str(&i.to_string()),
+            Value::Uint(u) => out.push_str(&u.to_string()),
+            Value::Double(d) => match special(*d) {
+                Some(s) => out.push_str(s),
+                None => out.push_str(&format_double(*d)),
+            },
+            Value::Type(t) => out.push_str(t.name()),
+            Value::List(l) => {
+                out.push('[');
+                for (i, x) in l.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    plain(x, out)?;
+                }
+                out.push(']');
+            }
+            Value::Map(m) => {
+                out.push('{');
+                for (i, (k, x)) in m.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    plain(k, out)?;
+                    out.push_str(": ");
+                    plain(x, out)?;
+                }
+                out.push('}');
+            }
+        }
+        Ok(())
+    }
+
+    fn float(v: &Value) -> Result<f64, EvalError> {
+        match v {
+            Value::Double(d) => Ok(*d),
+            Value::Int(i) => Ok(*i as f64),
+            Value::Uint(u) => Ok(*u as f64),
+            _ => Err(EvalError::NoOverload("format")),
+        }
+    }
+
+    fn exponent(d: f64, precision: usize) -> String {
+        let s = format!("{d:.precision$e}");
+        match s.split_once('e') {
+            Some((m, e)) => {
+                let (sign, digits) = match e.strip_prefix('-') {
+                    Some(rest) => ('-', rest),
+                    None => ('+', e),
+                };
+                format!("{m}e{sign}{digits:0>2}")
+            }
+            None => s,
+        }
+    }
+
+    fn radix(v: &Value, verb: char) -> Result<String, EvalError> {
+        let (neg, mag): (bool, u64) = match v {
+            Value::Int(i) => (*i < 0, i.unsigned_abs()),
+            Value::Uint(u) => (false, *u),
+            Value::Bool(b) if verb == 'b' => (false, *b as u64),
+            Value::String(s) if verb == 'x' || verb == 'X' => return Ok(hex(s.as_bytes(), verb)),
+            Value::Bytes(b) if verb == 'x' || verb == 'X' => return Ok(hex(b, verb)),
+            _ => return Err(EvalError::NoOverload("format")),
+        };
+        let digits = match verb {
+            'b' => format!("{mag:b}"),
+            'o' => format!("{mag:o}"),
+            'x' => format!("{mag:x}"),
+            _ => format!("{mag:X}"),
+        };
+        Ok(if neg { format!("-{digits}") } else { digits })
+    }
+
+    fn hex(bytes: &[u8], verb: char) -> String {
+        bytes
+            .iter()
+            .map(|b| {
+                if verb == 'x' {
+                    format!("{b:02x}")
+                } else {
+                    format!("{b:02X}")
+                }
+            })
+            .collect()
+    }
+
+    pub fn format(s: &Value, args: &Value) -> Result<Value, EvalError> {
+        let (Value::String(s), Value::List(args)) = (s, args) else {
+            return Err(EvalError::NoOverload("format"));
+        };
+        let mut out = String::with_capacity(s.len());
+        let mut next = args.iter();
+        let mut chars = s.chars().peekable();
+        while let Some(c) = chars.next() {
+            if c != '%' {
+                out.push(c);
+                continue;
+            }
+            if chars.peek() == Some(&'%') {
+                chars.next();
+                out.push('%');
+                continue;
+            }
+            let mut precision: Option<usize> = None;
+            if chars.peek() == Some(&'.') {
+                chars.next();
+                let mut digits = String::new();
+                while let Some(d) = chars.peek().filter(|d| d.is_ascii_digit()) {
+                    digits.push(*d);
+                    chars.next();
+                }
+                precision = Some(
+                    digits
+                        .parse()
+                        .map_err(|_| EvalError::Invalid("invalid format precision"))?,
+                );
+            }
+            let verb = chars
+                .next()
+                .ok_or(EvalError::Invalid("format string ends in '%'"))?;
+            let arg = next
+                .next()
+                .ok_or(EvalError::Invalid("too few arguments for format string"))?;
+            match verb {
+                's' => plain(arg, &mut out)?,
+                'd' => match arg {
+                    Value::Int(i) => out.push_str(&i.to_string()),
+                    Value::Uint(u) => out.push_str(&u.to_string()),
+                    Value::Double(d) if special(*d).is_some() => {
+                        out.push_str(special(*d).unwrap_or_default())
+                    }
+                    _ => return Err(EvalError::NoOverload("format")),
+                },
+                'f' | 'e' => {
+                    let d = float(arg)?;
+                    let p = precision.unwrap_or(6);
+                    match special(d) {
+                        Some(s) => out.push_str(s),
+                        None if verb == 'f' => out.push_str(&format!("{d:.p$}")),
+                        None => out.push_str(&exponent(d, p)),
+                    }
+                }
+                'b' | 'o' | 'x' | 'X' => out.push_str(&radix(arg, verb)?),
+                _ => return Err(EvalError::Invalid("unknown format verb")),
+            }
+        }
         Ok(Value::string(&out))
     }
 }
