@@ -81,11 +81,12 @@ impl Parser {
         &self.tokens[self.pos.min(self.tokens.len() - 1)]
     }
 
+    /// Takes the current token. Past the end it keeps returning `Eof`
+    /// (while still counting, so that stepping back one token after a
+    /// `bump` is always valid).
     fn bump(&mut self) -> Token {
         let t = self.peek().clone();
-        if self.pos < self.tokens.len() - 1 {
-            self.pos += 1;
-        }
+        self.pos += 1;
         t
     }
 
