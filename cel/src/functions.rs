@@ -502,10 +502,14 @@ pub mod format {
                     digits.push(*d);
                     chars.next();
                 }
+                // Bounded: a format string may come from event data, and a
+                // huge precision would be a huge allocation.
                 precision = Some(
                     digits
                         .parse()
-                        .map_err(|_| EvalError::Invalid("invalid format precision"))?,
+                        .ok()
+                        .filter(|p| *p <= 100)
+                        .ok_or(EvalError::Invalid("invalid format precision"))?,
                 );
             }
             let verb = chars

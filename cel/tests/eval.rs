@@ -80,3 +80,9 @@ fn string_functions_on_fields() {
         Err(EvalError::Regex(_))
     ));
 }
+
+#[test]
+fn format_precision_from_data_is_bounded() {
+    assert!(eval("'%.999999999f'.format([1.0])").is_err());
+    assert!(matches!(eval("'%.2f'.format([1.0])"), Ok(Value::String(s)) if &*s == "1.00"));
+}
