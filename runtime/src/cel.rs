@@ -442,3 +442,99 @@ pub mod native {
         Some(items.iter().any(|b| equals(a, *b)))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::native::{self, Cmp};
+    use super::*;
+    use parallax_cel::ast::BinaryOp;
+
+    /// The generated code's scalar comparisons must agree with the
+    /// interpreter's operators on every pair of kinds, including the
+    /// awkward ones (NaN, int64/uint64 edges, mixed kinds, lists and maps).
+    #[test]
+    fn native_compare_agrees_with_the_interpreter() {
+        let scalars = [
+            Scalar::Null,
+            Scalar::Bool(true),
+            Scalar::Bool(false),
+            Scalar::Int(-1),
+            Scalar::Int(0),
+            Scalar::Int(3),
+            Scalar::Int(i64::MAX),
+            Scalar::Int(i64::MIN),
+            Scalar::Uint(3),
+            Scalar::Uint(u64::MAX),
+            Scalar::Double(3.0),
+            Scalar::Double(-0.5),
+            Scalar::Double(f64::NAN),
+            Scalar::Double(9_223_372_036_854_775_808.0),
+            Scalar::Str(""),
+            Scalar::Str("abc"),
+            Scalar::Str("abd"),
+            Scalar::List,
+            Scalar::Map,
+        ];
+        let value = |s: Scalar<'_>| match s {
+            Scalar::List => Value::List(Arc::new(vec![Value::Int(1)])),
+            Scalar::Map => Value::Map(Arc::new(Map::new())),
+            other => scalar_value(other),
+        };
+        let ops = [
+            (Cmp::Eq, BinaryOp::Eq),
+            (Cmp::Ne, BinaryOp::Ne),
+            (Cmp::Lt, BinaryOp::Lt),
+            (Cmp::Le, BinaryOp::Le),
+            (Cmp::Gt, BinaryOp::Gt),
+            (Cmp::Ge, BinaryOp::Ge),
+        ];
+        let aggregate = |s: Scalar<'_>| matches!(s, Scalar::List | Scalar::Map);
+        for a in scalars {
+            for b in scalars {
+                // Generated code compares with a literal on one side, and
+                // literal lists hold scalars: two aggregates never meet.
+                if aggregate(a) && aggregate(b) {
+                    continue;
+                }
+                for (cmp, op) in ops {
+                    let native = native::compare(Some(a), cmp, Some(b));
+                    let interpreted = match parallax_cel::eval::binary(op, &value(a), &value(b)) {
+                        Ok(Value::Bool(x)) => Some(x),
+                        _ => None,
+                    };
+                    assert_eq!(native, interpreted, "{a:?} {op:?} {b:?}");
+                }
+                let list = [b, Scalar::Int(7)];
+                let interpreted = parallax_cel::eval::contains(
+                    &Value::List(Arc::new(list.iter().map(|s| value(*s)).collect())),
+                    &value(a),
+                )
+                .ok();
+                assert_eq!(native::in_list(Some(a), &list), interpreted, "{a:?} in");
+            }
+        }
+        // An error on either side stays an error.
+        assert_eq!(native::compare(None, Cmp::Eq, Some(Scalar::Null)), None);
+    }
+
+    #[test]
+    fn native_logic_absorbs_errors_like_cel() {
+        let vals = [Some(true), Some(false), None];
+        for a in vals {
+            for b in vals {
+                let and = match (a, b) {
+                    (Some(false), _) | (_, Some(false)) => Some(false),
+                    (Some(true), Some(true)) => Some(true),
+                    _ => None,
+                };
+                let or = match (a, b) {
+                    (Some(true), _) | (_, Some(true)) => Some(true),
+                    (Some(false), Some(false)) => Some(false),
+                    _ => None,
+                };
+                assert_eq!(native::and(a, || b), and, "{a:?} && {b:?}");
+                assert_eq!(native::or(a, || b), or, "{a:?} || {b:?}");
+            }
+        }
+    }
+}
