@@ -174,6 +174,19 @@ impl Activation for EventActivation<'_> {
             });
             return Some(Value::String(Arc::from(joined)));
         }
+        // `tool_args.a.b` arrives whole (the evaluator tries the longest
+        // qualified name first): convert only that subtree, not the whole
+        // arguments. A miss falls back to the shorter names, which gives
+        // CEL's error for the missing key.
+        if let Some((head, rest)) = name.split_once('.') {
+            let root = match head {
+                "tool_args" => JsonRoot::ToolArgs,
+                "tool_result" => JsonRoot::ToolResult,
+                "params" => JsonRoot::Params,
+                _ => return None,
+            };
+            return json_at(json_root(ev, root), rest.split('.')).map(json_to_value);
+        }
         let root = match name {
             "tool_args" => JsonRoot::ToolArgs,
             "tool_result" => JsonRoot::ToolResult,
