@@ -163,6 +163,11 @@ fn random_events_agree_on_cel_rules() {
         "echo hunter2 | sudo -S apt install x",
         "sudo -k -S true",
         "sudo ls -S",
+        "history -c",
+        "set +o history",
+        "set +o historyx",
+        "export HISTFILE=/dev/null",
+        "cat /dev/null > ~/.bash_history",
         "ls",
     ];
     let verify = [
@@ -196,6 +201,10 @@ fn random_events_agree_on_cel_rules() {
                 c.push_str(&"A".repeat(20_001));
             }
             args.insert("command".into(), json!(c));
+            // A second command key: canonical `command` then has two values.
+            if rng.next() % 6 == 0 {
+                args.insert("cmd".into(), json!(rng.pick(&commands)));
+            }
         }
         if rng.next() % 3 == 0 {
             args.insert(

@@ -104,6 +104,38 @@ fn path_tokens(path: &[String]) -> TokenStream {
     quote!(&[#(#segs),*])
 }
 
+/// The canonical field an expression names, if it is one.
+fn canonical(e: &Expr) -> Option<Canonical> {
+    match event_field(e, &[])? {
+        FieldRef::Canonical(c) => Some(c),
+        _ => None,
+    }
+}
+
+/// `a < b` is `b > a`.
+fn mirror(op: BinaryOp) -> BinaryOp {
+    match op {
+        BinaryOp::Lt => BinaryOp::Gt,
+        BinaryOp::Le => BinaryOp::Ge,
+        BinaryOp::Gt => BinaryOp::Lt,
+        BinaryOp::Ge => BinaryOp::Le,
+        other => other,
+    }
+}
+
+fn literal_list(e: &Expr) -> Option<Vec<TokenStream>> {
+    match &e.kind {
+        ExprKind::List(items) => items
+            .iter()
+            .map(|x| match &x.kind {
+                ExprKind::Literal(l) => literal_scalar(l),
+                _ => None,
+            })
+            .collect(),
+        _ => None,
+    }
+}
+
 fn is_literal(e: &Expr) -> bool {
     matches!(e.kind, ExprKind::Literal(_))
 }
@@ -156,22 +188,43 @@ impl Gen {
                 op: BinaryOp::In,
                 left,
                 right,
-            } => {
-                let items: Option<Vec<TokenStream>> = match &right.kind {
-                    ExprKind::List(items) => items
-                        .iter()
-                        .map(|x| match &x.kind {
-                            ExprKind::Literal(l) => literal_scalar(l),
-                            _ => None,
-                        })
-                        .collect(),
-                    _ => None,
+            } if canonical(left).is_some() => match literal_list(right) {
+                Some(items) => {
+                    let c = canonical_tokens(canonical(left).unwrap_or(Canonical::Text));
+                    quote!(native::canonical_in(i.event, #c, &[#(#items),*]))
+                }
+                None => self.fallback(e),
+            },
+            ExprKind::Binary { op, left, right }
+                if (canonical(left).is_some() && is_literal(right))
+                    || (canonical(right).is_some() && is_literal(left)) =>
+            {
+                // The helper takes the field on the left: mirror the
+                // operator when it is written on the right.
+                let (field, lit, op) = match canonical(left) {
+                    Some(c) => (c, &**right, *op),
+                    None => (
+                        canonical(right).unwrap_or(Canonical::Text),
+                        &**left,
+                        mirror(*op),
+                    ),
                 };
-                match (self.scalar(left), items) {
-                    (Some(l), Some(items)) => quote!(native::in_list(#l, &[#(#items),*])),
+                match (cmp_tokens(op), self.scalar(lit)) {
+                    (Some(op), Some(lit)) => {
+                        let c = canonical_tokens(field);
+                        quote!(native::canonical_compare(i.event, #c, #op, #lit))
+                    }
                     _ => self.fallback(e),
                 }
             }
+            ExprKind::Binary {
+                op: BinaryOp::In,
+                left,
+                right,
+            } => match (self.scalar(left), literal_list(right)) {
+                (Some(l), Some(items)) => quote!(native::in_list(#l, &[#(#items),*])),
+                _ => self.fallback(e),
+            },
             ExprKind::Binary { op, left, right } if is_literal(left) || is_literal(right) => {
                 match (cmp_tokens(*op), self.scalar(left), self.scalar(right)) {
                     (Some(op), Some(l), Some(r)) => quote!(native::compare(#l, #op, #r)),

@@ -449,6 +449,75 @@ pub mod native {
         })
     }
 
+    /// How a canonical field's values joined with `\n` order against `lit`,
+    /// computed by streaming the values instead of joining them.
+    fn canonical_order(ev: &PreparedEvent, c: Canonical, lit: &str) -> Ordering {
+        let lit = lit.as_bytes();
+        let mut at = 0usize;
+        let mut first = true;
+        let mut decided: Option<Ordering> = None;
+        let feed = |b: u8, at: &mut usize, decided: &mut Option<Ordering>| {
+            if decided.is_some() {
+                return;
+            }
+            match lit.get(*at) {
+                None => *decided = Some(Ordering::Greater),
+                Some(&l) if l != b => *decided = Some(b.cmp(&l)),
+                Some(_) => *at += 1,
+            }
+        };
+        ev.for_each_value(&FieldRef::Canonical(c), &mut |v| {
+            if !first {
+                feed(b'\n', &mut at, &mut decided);
+            }
+            first = false;
+            for &b in v.as_bytes() {
+                feed(b, &mut at, &mut decided);
+            }
+        });
+        decided.unwrap_or(if at < lit.len() {
+            Ordering::Less
+        } else {
+            Ordering::Equal
+        })
+    }
+
+    /// `command OP literal` (the field on the left) with the field's values
+    /// joined with `\n`, as the interpreter sees it, without joining them.
+    pub fn canonical_compare(
+        ev: &PreparedEvent,
+        c: Canonical,
+        op: Cmp,
+        lit: Option<Scalar<'_>>,
+    ) -> Option<bool> {
+        let Scalar::Str(lit) = lit? else {
+            // A string never equals another kind and has no order with it.
+            return match op {
+                Cmp::Eq => Some(false),
+                Cmp::Ne => Some(true),
+                _ => None,
+            };
+        };
+        let o = canonical_order(ev, c, lit);
+        Some(match op {
+            Cmp::Eq => o == Ordering::Equal,
+            Cmp::Ne => o != Ordering::Equal,
+            Cmp::Lt => o == Ordering::Less,
+            Cmp::Le => o != Ordering::Greater,
+            Cmp::Gt => o == Ordering::Greater,
+            Cmp::Ge => o != Ordering::Less,
+        })
+    }
+
+    /// `command in [literals]`.
+    pub fn canonical_in(ev: &PreparedEvent, c: Canonical, items: &[Scalar<'_>]) -> Option<bool> {
+        Some(
+            items.iter().any(
+                |i| matches!(i, Scalar::Str(l) if canonical_order(ev, c, l) == Ordering::Equal),
+            ),
+        )
+    }
+
     /// `x in [literals]`.
     pub fn in_list(a: Option<Scalar<'_>>, items: &[Scalar<'_>]) -> Option<bool> {
         let a = a?;
@@ -528,6 +597,102 @@ mod tests {
         }
         // An error on either side stays an error.
         assert_eq!(native::compare(None, Cmp::Eq, Some(Scalar::Null)), None);
+    }
+
+    /// Canonical fields hold several values; generated code compares the
+    /// joined text without joining it. It must agree with the interpreter.
+    #[test]
+    fn native_canonical_compare_agrees_with_the_interpreter() {
+        use crate::bitset::BitSet;
+        use crate::event::Event;
+        use serde_json::json;
+        let events = [
+            json!({"stage": "tool.before", "tool_name": "Bash", "tool_args": {"command": "ls"}}),
+            json!({"stage": "tool.before", "tool_name": "Bash", "tool_args": {"command": "ls", "cmd": "pwd"}}),
+            json!({"stage": "tool.before", "tool_name": "Bash", "tool_args": {"command": ""}}),
+            json!({"stage": "tool.before", "tool_name": "Bash", "tool_args": {"other": 1}}),
+            json!({"stage": "tool.before", "tool_name": "Bash", "tool_args": {"command": "lsx"}}),
+            json!({"stage": "tool.before", "tool_name": "Bash", "tool_args": {"command": "é"}}),
+        ];
+        let literals = ["ls", "ls\\npwd", "", "l", "lsy", "m", "é"];
+        let ops = [
+            ("==", Cmp::Eq),
+            ("!=", Cmp::Ne),
+            ("<", Cmp::Lt),
+            ("<=", Cmp::Le),
+            (">", Cmp::Gt),
+            (">=", Cmp::Ge),
+        ];
+        let mut exprs = Vec::new();
+        let mut cases = Vec::new();
+        for lit in literals {
+            for (text, cmp) in ops {
+                let src = format!("command {text} '{lit}'");
+                let expr = parallax_cel::parser::parse(&src).expect("parses");
+                cases.push((
+                    exprs.len() as u32,
+                    lit.replace("\\n", "\n"),
+                    cmp,
+                    src.clone(),
+                ));
+                exprs.push(CelExpr {
+                    source: src,
+                    expr,
+                    atom_fields: Vec::new(),
+                });
+            }
+            let src = format!("command in ['{lit}', 'zz']");
+            let expr = parallax_cel::parser::parse(&src).expect("parses");
+            exprs.push(CelExpr {
+                source: src,
+                expr,
+                atom_fields: Vec::new(),
+            });
+        }
+        let rt = CelRuntime::new(&exprs);
+        let atoms = BitSet::new(0);
+        for ev in events {
+            let prepared = PreparedEvent::new(Event::from_value(ev.clone()).unwrap());
+            let input = PredicateInput {
+                atoms: &atoms,
+                event: &prepared,
+                cel: &rt,
+            };
+            for (index, lit, cmp, src) in &cases {
+                let native = native::canonical_compare(
+                    &prepared,
+                    Canonical::Command,
+                    *cmp,
+                    Some(Scalar::Str(lit)),
+                );
+                assert_eq!(
+                    native == Some(true),
+                    rt.eval(*index, &input),
+                    "{src} on {ev}"
+                );
+                let in_index = (index / 7) * 7 + 6;
+                let native_in = native::canonical_in(
+                    &prepared,
+                    Canonical::Command,
+                    &[Scalar::Str(lit), Scalar::Str("zz")],
+                );
+                assert_eq!(
+                    native_in == Some(true),
+                    rt.eval(in_index, &input),
+                    "in {lit:?} on {ev}"
+                );
+            }
+            // Non-string literals: never equal, no order.
+            let n = Some(Scalar::Int(1));
+            assert_eq!(
+                native::canonical_compare(&prepared, Canonical::Command, Cmp::Eq, n),
+                Some(false)
+            );
+            assert_eq!(
+                native::canonical_compare(&prepared, Canonical::Command, Cmp::Lt, n),
+                None
+            );
+        }
     }
 
     #[test]
