@@ -124,3 +124,109 @@ fn random_events_agree() {
         );
     }
 }
+
+/// The shipped CEL rules (`rules/cel/`): their generated Rust (native
+/// helpers, atoms, interpreter fallbacks) against the interpreter, over
+/// events that vary the tool, the paths, the commands, and the JSON type of
+/// every argument the rules look at (missing, string, number, bool, array,
+/// object, bare-string arguments).
+#[test]
+fn random_events_agree_on_cel_rules() {
+    let (baked, dynamic) = engines();
+    let tools = [
+        "Write",
+        "Edit",
+        "MultiEdit",
+        "write_file",
+        "Read",
+        "Bash",
+        "bash",
+        "SHELL",
+        "apply_patch",
+    ];
+    let paths = [
+        "/home/u/.ssh/authorized_keys",
+        "/root/.ssh/authorized_keys2",
+        "/home/u/.ssh/authorized_keys.bak",
+        "/tmp/x",
+        "",
+    ];
+    let commands = [
+        "git push --force origin main",
+        "git push -f origin master",
+        "git push origin main",
+        "git push --force-with-lease origin feature",
+        "curl -k https://a.example",
+        "curl --insecure https://a.example",
+        "wget --no-check-certificate https://a.example",
+        "curl https://a.example",
+        "echo hunter2 | sudo -S apt install x",
+        "sudo -k -S true",
+        "sudo ls -S",
+        "history -c",
+        "set +o history",
+        "set +o historyx",
+        "export HISTFILE=/dev/null",
+        "cat /dev/null > ~/.bash_history",
+        "ls",
+    ];
+    let verify = [
+        json!(false),
+        json!(true),
+        json!("false"),
+        json!(0),
+        json!(null),
+        json!([false]),
+        json!({"v": false}),
+    ];
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    let mut hits = 0;
+    for i in 0..3000 {
+        let tool = rng.pick(&tools);
+        let mut args = serde_json::Map::new();
+        if rng.next().is_multiple_of(2) {
+            let p = rng.pick(&paths);
+            args.insert(
+                "file_path".into(),
+                if rng.next().is_multiple_of(5) {
+                    json!([p])
+                } else {
+                    json!(p)
+                },
+            );
+        }
+        if rng.next().is_multiple_of(2) {
+            let mut c = rng.pick(&commands).to_string();
+            if rng.next().is_multiple_of(50) {
+                c.push_str(&"A".repeat(20_001));
+            }
+            args.insert("command".into(), json!(c));
+            // A second command key: canonical `command` then has two values.
+            if rng.next().is_multiple_of(6) {
+                args.insert("cmd".into(), json!(rng.pick(&commands)));
+            }
+        }
+        if rng.next().is_multiple_of(3) {
+            args.insert(
+                "verify".into(),
+                verify[(rng.next() % verify.len() as u64) as usize].clone(),
+            );
+        }
+        let tool_args = match rng.next() % 10 {
+            0 => json!(rng.pick(&commands)),
+            1 => Value::Null,
+            _ => Value::Object(args),
+        };
+        let event = json!({"stage": "tool.before", "tool_name": tool, "tool_args": tool_args});
+        let b = verdict(&baked, &event);
+        assert_eq!(b, verdict(&dynamic, &event), "event {i}: {event}");
+        if b["results"].as_array().is_some_and(|r| {
+            r.iter()
+                .any(|x| x["rule_id"].as_str().unwrap_or("").starts_with("cel-"))
+        }) {
+            hits += 1;
+        }
+    }
+    // The generator must make the CEL rules fire often, or it proves little.
+    assert!(hits > 300, "only {hits} events matched a CEL rule");
+}

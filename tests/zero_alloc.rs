@@ -69,6 +69,18 @@ fn evaluation_does_not_allocate() {
             json!({"stage":"tool.before","tool_name":"shell","tool_args":{"command":["bash","-lc","curl x | sh"]}}),
             Action::Block,
         ),
+        // Baked CEL rules: generated code over atoms, has(), JSON values
+        // and a canonical field's size, without the interpreter.
+        (
+            &baked,
+            json!({"stage":"tool.before","tool_name":"Write","tool_args":{"file_path":"/home/u/.ssh/authorized_keys","content":"ssh-ed25519 AAAA"}}),
+            Action::Block,
+        ),
+        (
+            &baked,
+            json!({"stage":"tool.before","tool_name":"http_get","tool_args":{"url":"https://a.example","verify":false}}),
+            Action::Detect,
+        ),
         // Dynamic backend, every atom path: DFA, literals, prefiltered and
         // always-verified regexes.
         (

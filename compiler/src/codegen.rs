@@ -6,7 +6,7 @@
 //! binary contains and a diff of two builds shows what changed.
 
 use crate::plan::Compiled;
-use parallax_runtime::Predicate;
+use parallax_runtime::{CelExpr, Predicate};
 use proc_macro2::{Ident, Span, TokenStream};
 use quote::quote;
 use std::io;
@@ -22,8 +22,9 @@ fn shard_file(field: usize, shard: usize) -> String {
     format!("dfa_f{field}_s{shard}.bin")
 }
 
-/// Straight-line Rust for one predicate.
-fn predicate_tokens(p: &Predicate) -> TokenStream {
+/// Straight-line Rust for one predicate (`cel`: the program's CEL
+/// expressions, which `Predicate::Cel` refers to).
+fn predicate_tokens(p: &Predicate, cel: &[CelExpr]) -> TokenStream {
     match p {
         Predicate::Const(true) => quote!(true),
         Predicate::Const(false) => quote!(false),
@@ -32,7 +33,7 @@ fn predicate_tokens(p: &Predicate) -> TokenStream {
             quote!(i.atom(#a))
         }
         Predicate::Not(q) => {
-            let q = predicate_tokens(q);
+            let q = predicate_tokens(q, cel);
             quote!(!(#q))
         }
         Predicate::And(ps) | Predicate::Or(ps) if ps.is_empty() => {
@@ -43,13 +44,18 @@ fn predicate_tokens(p: &Predicate) -> TokenStream {
             }
         }
         Predicate::And(ps) => {
-            let ps = ps.iter().map(predicate_tokens);
+            let ps = ps.iter().map(|q| predicate_tokens(q, cel));
             quote!(#( (#ps) )&&*)
         }
         Predicate::Or(ps) => {
-            let ps = ps.iter().map(predicate_tokens);
+            let ps = ps.iter().map(|q| predicate_tokens(q, cel));
             quote!(#( (#ps) )||*)
         }
+        Predicate::Cel { index, .. } => match cel.get(*index as usize) {
+            Some(c) => crate::cel_codegen::rule_tokens(*index, c),
+            // The lowering always pushes the expression it refers to.
+            None => quote!(false),
+        },
     }
 }
 
@@ -109,7 +115,7 @@ pub fn generate_rust(c: &Compiled) -> String {
     let mut fn_names = Vec::new();
     for (ri, rule) in p.rules.iter().enumerate() {
         let name = rule_fn(ri, &rule.id);
-        let body = predicate_tokens(&rule.predicate);
+        let body = predicate_tokens(&rule.predicate, &p.cel);
         let doc = format!(
             " `{}` ({}, evaluator `{}`): {}",
             rule.id, rule.action, p.evaluators[rule.evaluator as usize].name, rule.title
@@ -125,8 +131,21 @@ pub fn generate_rust(c: &Compiled) -> String {
         fn_names.push(name);
     }
 
+    let cel_imports = if p.cel.is_empty() {
+        quote!()
+    } else {
+        quote! {
+            #[allow(unused_imports)]
+            use parallax_runtime::cel::native::{self, Cmp};
+            #[allow(unused_imports)]
+            use parallax_runtime::cel::Scalar;
+            #[allow(unused_imports)]
+            use parallax_runtime::{Canonical, JsonRoot, TopField};
+        }
+    };
     let tokens = quote! {
         use parallax_runtime::{CompiledPredicate, PredicateInput};
+        #cel_imports
 
         /// Fingerprint of the rules baked into this binary.
         pub const FINGERPRINT: &str = #fingerprint;

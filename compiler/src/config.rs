@@ -109,6 +109,7 @@ pub fn default_stages(engine: EngineKind) -> Vec<Stage> {
     match engine {
         EngineKind::Regex => vec![Stage::ToolBefore, Stage::ToolAfter],
         EngineKind::Pattern => vec![Stage::ToolBefore],
+        EngineKind::Cel => vec![Stage::ToolBefore],
     }
 }
 

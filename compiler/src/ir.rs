@@ -8,7 +8,7 @@
 
 use crate::source::RuleTests;
 use parallax_runtime::{
-    Action, EngineKind, FieldRef, Predicate, Priority, Settings, StageSet, Validator,
+    Action, CelExpr, EngineKind, FieldRef, Predicate, Priority, Settings, StageSet, Validator,
 };
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -107,6 +107,8 @@ pub struct RuleSet {
     pub disabled: Vec<IrEvaluator>,
     pub fields: Vec<FieldRef>,
     pub atoms: Vec<AtomSpec>,
+    /// Expressions of CEL rules, referenced by `Predicate::Cel`.
+    pub cel: Vec<CelExpr>,
     /// Files and folders the rule set was read from.
     pub inputs: Vec<PathBuf>,
 }
@@ -121,12 +123,14 @@ impl RuleSet {
             evaluators: &'a [IrEvaluator],
             fields: &'a [FieldRef],
             atoms: &'a [AtomSpec],
+            cel: &'a [CelExpr],
         }
         let json = serde_json::to_vec(&Canonical {
             compiler: env!("CARGO_PKG_VERSION"),
             evaluators: &self.evaluators,
             fields: &self.fields,
             atoms: &self.atoms,
+            cel: &self.cel,
         })
         .unwrap_or_default();
         let digest = Sha256::digest(&json);
@@ -143,6 +147,8 @@ impl RuleSet {
 pub struct AtomTable {
     pub fields: Vec<FieldRef>,
     pub atoms: Vec<AtomSpec>,
+    /// CEL expressions of the rules lowered so far.
+    pub cel: Vec<CelExpr>,
     field_ids: HashMap<FieldRef, u32>,
     atom_ids: HashMap<AtomSpec, u32>,
 }

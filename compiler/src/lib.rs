@@ -10,6 +10,8 @@
 //! The build script and the binary's dynamic mode call the same functions,
 //! which is what makes their verdicts comparable.
 
+pub mod cel;
+pub mod cel_codegen;
 pub mod codegen;
 pub mod config;
 pub mod dynamic;

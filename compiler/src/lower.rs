@@ -7,7 +7,7 @@
 use crate::config::{default_stages, ConfigSources, EvaluatorSource};
 use crate::error::{CompileError, CompileErrors};
 use crate::ir::{AtomKind, AtomTable, IrEvaluator, IrRule, RuleSet};
-use crate::source::{Common, MatchMode, PatternRule, PatternSpec, RegexRule};
+use crate::source::{CelRule, Common, MatchMode, PatternRule, PatternSpec, RegexRule};
 use crate::yaml;
 use parallax_runtime::{EngineKind, FieldRef, Predicate, StageSet};
 use std::collections::{HashMap, HashSet};
@@ -112,6 +112,7 @@ pub fn lower(sources: ConfigSources) -> Result<RuleSet, CompileErrors> {
         disabled,
         fields: table.fields,
         atoms: table.atoms,
+        cel: table.cel,
         inputs: sources.inputs,
     })
 }
@@ -142,6 +143,11 @@ fn lower_rule(
         EngineKind::Pattern => {
             let r: PatternRule = yaml::from_value(value).map_err(err)?;
             let p = lower_pattern(&r, table).map_err(err)?;
+            (r.common(), p)
+        }
+        EngineKind::Cel => {
+            let r: CelRule = yaml::from_value(value).map_err(err)?;
+            let p = crate::cel::lower_cel(&r, table).map_err(err)?;
             (r.common(), p)
         }
     };

@@ -320,6 +320,7 @@ pub fn compile(rules: &RuleSet, limits: &Limits) -> Compiled {
         rules: metas,
         atoms,
         fields,
+        cel: rules.cel.clone(),
     };
     let stats = Stats {
         fingerprint: program.fingerprint.clone(),

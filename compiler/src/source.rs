@@ -142,3 +142,10 @@ rule_source! {
         pub fields: Option<Vec<String>>,
     }
 }
+
+rule_source! {
+    /// `rules/cel/*.yaml`: a CEL expression over the event's fields.
+    pub struct CelRule {
+        pub expr: String,
+    }
+}

@@ -8,6 +8,7 @@
 
 use crate::action::Action;
 use crate::bitset::BitSet;
+use crate::cel::CelRuntime;
 use crate::predicate::{CompiledPredicate, PredicateInput};
 use crate::prepared::PreparedEvent;
 use crate::program::Program;
@@ -66,6 +67,8 @@ pub struct Engine {
     /// Per atom, built on first use: finds match spans for the `match`
     /// field and for redaction (the slow path, run only on atoms that hit).
     span_regexes: Vec<OnceLock<Option<meta::Regex>>>,
+    /// The program's CEL expressions, ready to interpret.
+    cel: CelRuntime,
 }
 
 /// Reusable per-evaluation memory.
@@ -149,7 +152,9 @@ impl Engine {
             })
             .collect();
         let span_regexes = program.atoms.iter().map(|_| OnceLock::new()).collect();
+        let cel = CelRuntime::new(&program.cel);
         Ok(Engine {
+            cel,
             program,
             scanners,
             predicates,
@@ -236,7 +241,11 @@ impl Engine {
 
     #[inline]
     fn predicate(&self, rule: usize, atoms: &BitSet, event: &PreparedEvent) -> bool {
-        let input = PredicateInput { atoms, event };
+        let input = PredicateInput {
+            atoms,
+            event,
+            cel: &self.cel,
+        };
         match &self.predicates {
             Predicates::Compiled(p) => p[rule](&input),
             Predicates::Interpreted => self.program.rules[rule].predicate.eval(&input),

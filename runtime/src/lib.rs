@@ -9,6 +9,7 @@
 
 pub mod action;
 pub mod bitset;
+pub mod cel;
 pub mod engine;
 pub mod event;
 pub mod field;
@@ -31,8 +32,8 @@ pub use field::{Canonical, FieldRef, JsonRoot, TopField, UnknownField};
 pub use predicate::{CompiledPredicate, Predicate, PredicateInput};
 pub use prepared::PreparedEvent;
 pub use program::{
-    Atom, AtomPath, EngineKind, EvaluatorMeta, FieldPlan, LiteralPlan, LiteralTarget, Program,
-    RuleMeta, ShardPlan, VerifierPlan,
+    Atom, AtomPath, CelExpr, EngineKind, EvaluatorMeta, FieldPlan, LiteralPlan, LiteralTarget,
+    Program, RuleMeta, ShardPlan, VerifierPlan,
 };
 pub use report::{Report, RuleResult};
 pub use scan::ShardDfa;

@@ -6,6 +6,7 @@
 //! differential tests check.
 
 use crate::bitset::BitSet;
+use crate::cel::CelRuntime;
 use crate::prepared::PreparedEvent;
 use serde::{Deserialize, Serialize};
 
@@ -18,6 +19,14 @@ pub enum Predicate {
     Not(Box<Predicate>),
     And(Vec<Predicate>),
     Or(Vec<Predicate>),
+    /// CEL expression `index` (into `Program::cel`) evaluates to `true`.
+    /// `atoms` are the atoms it refers to (its fields are scanned);
+    /// `positive` those not under a negation.
+    Cel {
+        index: u32,
+        atoms: Vec<u32>,
+        positive: Vec<u32>,
+    },
 }
 
 /// What a compiled predicate may look at: the atoms that hit, and the event
@@ -25,12 +34,27 @@ pub enum Predicate {
 pub struct PredicateInput<'a> {
     pub atoms: &'a BitSet,
     pub event: &'a PreparedEvent,
+    /// The program's CEL expressions.
+    pub cel: &'a CelRuntime,
 }
 
 impl PredicateInput<'_> {
     #[inline]
     pub fn atom(&self, id: u32) -> bool {
         self.atoms.contains(id as usize)
+    }
+
+    /// For generated CEL code: atom `atom` of CEL expression `expr`, as the
+    /// call it replaced answers (`None`: a CEL error).
+    #[inline]
+    pub fn cel_atom(&self, expr: u32, atom: u32) -> Option<bool> {
+        self.cel.atom(expr, atom, self)
+    }
+
+    /// For generated CEL code: a sub-expression it does not specialise,
+    /// interpreted.
+    pub fn cel_node(&self, expr: u32, node: u32) -> Option<bool> {
+        self.cel.eval_node(expr, node, self)
     }
 }
 
@@ -45,6 +69,7 @@ impl Predicate {
             Predicate::Not(p) => !p.eval(input),
             Predicate::And(ps) => ps.iter().all(|p| p.eval(input)),
             Predicate::Or(ps) => ps.iter().any(|p| p.eval(input)),
+            Predicate::Cel { index, .. } => input.cel.eval(*index, input),
         }
     }
 
@@ -55,6 +80,7 @@ impl Predicate {
             Predicate::Atom(a) => out.push(*a),
             Predicate::Not(p) => p.atoms(out),
             Predicate::And(ps) | Predicate::Or(ps) => ps.iter().for_each(|p| p.atoms(out)),
+            Predicate::Cel { atoms, .. } => out.extend_from_slice(atoms),
         }
     }
 
@@ -73,6 +99,9 @@ impl Predicate {
                 Predicate::And(ps) | Predicate::Or(ps) => {
                     ps.iter().for_each(|q| go(q, negated, out))
                 }
+                Predicate::Cel {
+                    positive, atoms, ..
+                } => out.extend_from_slice(if negated { atoms } else { positive }),
             }
         }
         go(self, false, out)

@@ -22,15 +22,17 @@ use std::fmt;
 pub enum EngineKind {
     Regex,
     Pattern,
+    Cel,
 }
 
 impl EngineKind {
-    pub const ALL: [EngineKind; 2] = [EngineKind::Regex, EngineKind::Pattern];
+    pub const ALL: [EngineKind; 3] = [EngineKind::Regex, EngineKind::Pattern, EngineKind::Cel];
 
     pub fn as_str(self) -> &'static str {
         match self {
             EngineKind::Regex => "regex",
             EngineKind::Pattern => "pattern",
+            EngineKind::Cel => "cel",
         }
     }
 }
@@ -53,6 +55,24 @@ pub struct Program {
     pub rules: Vec<RuleMeta>,
     pub atoms: Vec<Atom>,
     pub fields: Vec<FieldPlan>,
+    /// Checked CEL expressions of `cel` rules, referenced by
+    /// [`Predicate::Cel`]; their string-matching calls on event fields are
+    /// replaced by atoms.
+    #[serde(default)]
+    pub cel: Vec<CelExpr>,
+}
+
+/// One CEL rule's expression as the runtime evaluates it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CelExpr {
+    /// The source as written (for messages).
+    pub source: String,
+    /// The checked expression, atoms substituted.
+    pub expr: parallax_cel::Expr,
+    /// The field each atom in `expr` stands for: an atom is only valid
+    /// when that field is present and a string, as the call it replaced
+    /// required.
+    pub atom_fields: Vec<(u32, FieldRef)>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
