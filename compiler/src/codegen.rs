@@ -6,7 +6,7 @@
 //! binary contains and a diff of two builds shows what changed.
 
 use crate::plan::Compiled;
-use parallax_runtime::Predicate;
+use parallax_runtime::{Check, CheckOp, NumCmp, Predicate, TextMode};
 use proc_macro2::{Ident, Span, TokenStream};
 use quote::quote;
 use std::io;
@@ -22,8 +22,52 @@ fn shard_file(field: usize, shard: usize) -> String {
     format!("dfa_f{field}_s{shard}.bin")
 }
 
+/// A call to the typed helper of a check, its constants inlined; the
+/// field (a path, which Rust cannot build in a constant) is read from the
+/// program's check table.
+fn check_tokens(index: u32, check: &Check) -> TokenStream {
+    let n = proc_macro2::Literal::usize_unsuffixed(index as usize);
+    let field = quote!(&i.checks[#n].field);
+    match &check.op {
+        CheckOp::Exists => quote!(parallax_runtime::check::exists(i.event, #field)),
+        CheckOp::NullOrEmpty => quote!(parallax_runtime::check::null_or_empty(i.event, #field)),
+        CheckOp::Num { cmp, value } => {
+            let cmp = match cmp {
+                NumCmp::Eq => quote!(Eq),
+                NumCmp::Gt => quote!(Gt),
+                NumCmp::Gte => quote!(Gte),
+                NumCmp::Lt => quote!(Lt),
+                NumCmp::Lte => quote!(Lte),
+            };
+            let v = proc_macro2::Literal::f64_suffixed(*value);
+            quote!(parallax_runtime::check::num(i.event, #field, parallax_runtime::NumCmp::#cmp, #v))
+        }
+        CheckOp::Bool(b) => quote!(parallax_runtime::check::boolean(i.event, #field, #b)),
+        CheckOp::Cidr { v6, net, prefix } => {
+            let net = proc_macro2::Literal::u128_suffixed(*net);
+            let prefix = proc_macro2::Literal::u8_suffixed(*prefix);
+            quote!(parallax_runtime::check::cidr(i.event, #field, #v6, #net, #prefix))
+        }
+        CheckOp::FieldRef { mode, cased, .. } => {
+            let mode = match mode {
+                TextMode::Equals => quote!(Equals),
+                TextMode::Contains => quote!(Contains),
+                TextMode::StartsWith => quote!(StartsWith),
+                TextMode::EndsWith => quote!(EndsWith),
+            };
+            quote!(parallax_runtime::check::fieldref(
+                i.event,
+                #field,
+                i.checks[#n].other(),
+                parallax_runtime::TextMode::#mode,
+                #cased
+            ))
+        }
+    }
+}
+
 /// Straight-line Rust for one predicate.
-fn predicate_tokens(p: &Predicate) -> TokenStream {
+fn predicate_tokens(p: &Predicate, checks: &[Check]) -> TokenStream {
     match p {
         Predicate::Const(true) => quote!(true),
         Predicate::Const(false) => quote!(false),
@@ -31,8 +75,18 @@ fn predicate_tokens(p: &Predicate) -> TokenStream {
             let a = proc_macro2::Literal::u32_unsuffixed(*a);
             quote!(i.atom(#a))
         }
+        Predicate::Check(c) => match checks.get(*c as usize) {
+            Some(check) => check_tokens(*c, check),
+            // The compiler numbers checks itself; an index past the table
+            // would be a compiler bug, and the runtime check panics the same
+            // way the interpreter's indexing would.
+            None => {
+                let n = proc_macro2::Literal::usize_unsuffixed(*c as usize);
+                quote!(i.checks[#n].eval(i.event))
+            }
+        },
         Predicate::Not(q) => {
-            let q = predicate_tokens(q);
+            let q = predicate_tokens(q, checks);
             quote!(!(#q))
         }
         Predicate::And(ps) | Predicate::Or(ps) if ps.is_empty() => {
@@ -43,11 +97,11 @@ fn predicate_tokens(p: &Predicate) -> TokenStream {
             }
         }
         Predicate::And(ps) => {
-            let ps = ps.iter().map(predicate_tokens);
+            let ps = ps.iter().map(|q| predicate_tokens(q, checks));
             quote!(#( (#ps) )&&*)
         }
         Predicate::Or(ps) => {
-            let ps = ps.iter().map(predicate_tokens);
+            let ps = ps.iter().map(|q| predicate_tokens(q, checks));
             quote!(#( (#ps) )||*)
         }
     }
@@ -109,7 +163,7 @@ pub fn generate_rust(c: &Compiled) -> String {
     let mut fn_names = Vec::new();
     for (ri, rule) in p.rules.iter().enumerate() {
         let name = rule_fn(ri, &rule.id);
-        let body = predicate_tokens(&rule.predicate);
+        let body = predicate_tokens(&rule.predicate, &p.checks);
         let doc = format!(
             " `{}` ({}, evaluator `{}`): {}",
             rule.id, rule.action, p.evaluators[rule.evaluator as usize].name, rule.title

@@ -7,6 +7,7 @@
 //! step parses them per engine so its errors can name the rule.
 
 use crate::error::{CompileError, CompileErrors};
+use crate::sigma::mapping::{SigmaConfig, SigmaContext};
 use crate::yaml;
 use parallax_runtime::{
     EngineKind, ProxySettings, ReportingSettings, ServerSettings, Settings, Stage,
@@ -28,6 +29,9 @@ struct ConfigFile {
     rules_dir: Option<String>,
     #[serde(default)]
     disabled: Vec<String>,
+    /// Sigma field mappings and placeholders.
+    #[serde(default)]
+    sigma: SigmaConfig,
 }
 
 fn yes() -> bool {
@@ -92,6 +96,8 @@ pub struct ConfigSources {
     pub settings: Settings,
     pub evaluators: Vec<EvaluatorSource>,
     pub disabled: Vec<String>,
+    /// How Sigma rules' field names map onto event fields.
+    pub sigma: SigmaContext,
     /// Every file and folder the result depends on (for `rerun-if-changed`).
     pub inputs: Vec<PathBuf>,
     /// Errors in individual rule files: the rest is still lowered, so that
@@ -104,6 +110,10 @@ pub fn default_stages(engine: EngineKind) -> Vec<Stage> {
     match engine {
         EngineKind::Regex => vec![Stage::ToolBefore, Stage::ToolAfter],
         EngineKind::Pattern => vec![Stage::ToolBefore],
+        // Sigma's log sources are process creation, file and network
+        // events: what a tool call is about to do. `logsource: {product:
+        // agent, category: <stage>}` picks another stage per rule.
+        EngineKind::Sigma => vec![Stage::ToolBefore],
     }
 }
 
@@ -124,6 +134,10 @@ pub fn load(path: &Path) -> Result<ConfigSources, CompileErrors> {
     let mut errors = Vec::new();
     let mut evaluators = Vec::new();
     let mut inputs = vec![path.to_path_buf()];
+    let sigma = SigmaContext::new(&file.sigma).unwrap_or_else(|m| {
+        errors.push(CompileError::file(path, m));
+        SigmaContext::default()
+    });
     for (i, ev) in file.evaluators.into_iter().enumerate() {
         let rules = match (ev.rules, ev.rules_file) {
             (Some(rules), None) => Ok((path.to_path_buf(), rules)),
@@ -188,6 +202,7 @@ pub fn load(path: &Path) -> Result<ConfigSources, CompileErrors> {
         },
         evaluators,
         disabled: file.disabled,
+        sigma,
         inputs,
         errors,
     })
@@ -260,6 +275,10 @@ fn load_tree(
             continue;
         };
         inputs.push(sub.clone());
+        if engine == EngineKind::Sigma {
+            load_sigma_tree(&sub, inputs, out, errors);
+            continue;
+        }
         let files = match sorted_entries(&sub) {
             Ok(f) => f,
             Err(source) => {
@@ -302,6 +321,60 @@ fn load_tree(
                 }
                 Err(e) => errors.push(e),
             }
+        }
+    }
+}
+
+/// `rules/sigma/`: walked recursively; each file (one or more `---`
+/// separated Sigma documents) is an evaluator named by its path below
+/// `rules/sigma/`, without the extension.
+fn load_sigma_tree(
+    dir: &Path,
+    inputs: &mut Vec<PathBuf>,
+    out: &mut Vec<EvaluatorSource>,
+    errors: &mut Vec<CompileError>,
+) {
+    let files = match crate::sigma::lint::rule_files(dir) {
+        Ok(f) => f,
+        Err(source) => {
+            errors.push(CompileError::Io {
+                path: dir.to_path_buf(),
+                source,
+            });
+            return;
+        }
+    };
+    for file in files {
+        inputs.push(file.clone());
+        if let Some(parent) = file.parent() {
+            if !inputs.iter().any(|i| i == parent) {
+                inputs.push(parent.to_path_buf());
+            }
+        }
+        let rules = read(&file).and_then(|text| {
+            crate::sigma::documents(&text).map_err(|m| CompileError::file(&file, m))
+        });
+        match rules {
+            Ok(rules) => {
+                let name = file
+                    .strip_prefix(dir)
+                    .unwrap_or(&file)
+                    .with_extension("")
+                    .components()
+                    .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                    .collect::<Vec<_>>()
+                    .join("/");
+                out.push(EvaluatorSource {
+                    name,
+                    engine: EngineKind::Sigma,
+                    stages: None,
+                    enabled: true,
+                    inline: false,
+                    path: file,
+                    rules,
+                });
+            }
+            Err(e) => errors.push(e),
         }
     }
 }

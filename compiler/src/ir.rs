@@ -6,7 +6,9 @@
 //! fingerprint is taken over, so it is built deterministically from the
 //! sources and never contains file-system detail.
 
-use parallax_runtime::{Action, EngineKind, FieldRef, Predicate, Priority, Settings, StageSet};
+use parallax_runtime::{
+    Action, Check, EngineKind, FieldRef, Predicate, Priority, Settings, StageSet,
+};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
@@ -61,6 +63,9 @@ pub struct IrRule {
     pub stages: StageSet,
     pub reason: Option<String>,
     pub predicate: Predicate,
+    /// Reported with matches (Sigma's `author`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub author: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -87,8 +92,13 @@ pub struct RuleSet {
     pub disabled: Vec<IrEvaluator>,
     pub fields: Vec<FieldRef>,
     pub atoms: Vec<AtomSpec>,
+    /// Non-text conditions, indexed by `Predicate::Check`.
+    pub checks: Vec<Check>,
     /// Files and folders the rule set was read from.
     pub inputs: Vec<PathBuf>,
+    /// Things that compile but deserve a look (a Sigma field no mapping
+    /// covers, so conditions on it never match); `lint` prints them.
+    pub warnings: Vec<String>,
 }
 
 impl RuleSet {
@@ -101,12 +111,15 @@ impl RuleSet {
             evaluators: &'a [IrEvaluator],
             fields: &'a [FieldRef],
             atoms: &'a [AtomSpec],
+            #[serde(skip_serializing_if = "<[Check]>::is_empty")]
+            checks: &'a [Check],
         }
         let json = serde_json::to_vec(&Canonical {
             compiler: env!("CARGO_PKG_VERSION"),
             evaluators: &self.evaluators,
             fields: &self.fields,
             atoms: &self.atoms,
+            checks: &self.checks,
         })
         .unwrap_or_default();
         let digest = Sha256::digest(&json);
@@ -125,6 +138,9 @@ pub struct AtomTable {
     pub atoms: Vec<AtomSpec>,
     field_ids: HashMap<FieldRef, u32>,
     atom_ids: HashMap<AtomSpec, u32>,
+    pub checks: Vec<Check>,
+    /// Keyed by the check's JSON (checks hold floats, so are not `Hash`).
+    check_ids: HashMap<String, u32>,
 }
 
 impl AtomTable {
@@ -149,6 +165,18 @@ impl AtomTable {
         let id = self.atoms.len() as u32;
         self.atoms.push(spec.clone());
         self.atom_ids.insert(spec, id);
+        id
+    }
+
+    /// Interns a check; equal checks share an index.
+    pub fn check(&mut self, check: Check) -> u32 {
+        let key = serde_json::to_string(&check).unwrap_or_default();
+        if let Some(id) = self.check_ids.get(&key) {
+            return *id;
+        }
+        let id = self.checks.len() as u32;
+        self.checks.push(check);
+        self.check_ids.insert(key, id);
         id
     }
 }

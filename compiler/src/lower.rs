@@ -7,6 +7,7 @@
 use crate::config::{default_stages, ConfigSources, EvaluatorSource};
 use crate::error::{CompileError, CompileErrors};
 use crate::ir::{AtomKind, AtomTable, IrEvaluator, IrRule, RuleSet};
+use crate::sigma::{self, mapping::SigmaContext};
 use crate::source::{Common, MatchMode, PatternRule, PatternSpec, RegexRule};
 use crate::yaml;
 use parallax_runtime::{EngineKind, FieldRef, Predicate, StageSet};
@@ -19,6 +20,7 @@ const DEFAULT_FIELDS: [&str; 1] = ["text"];
 /// Lowers every evaluator of a loaded config.
 pub fn lower(sources: ConfigSources) -> Result<RuleSet, CompileErrors> {
     let mut errors = sources.errors;
+    let mut warnings = Vec::new();
     let mut evaluators: Vec<EvaluatorSource> = sources.evaluators;
     // Chain order: cheapest engine first; inline evaluators before the tree's
     // within an engine; file order within those.
@@ -74,7 +76,11 @@ pub fn lower(sources: ConfigSources) -> Result<RuleSet, CompileErrors> {
             } else {
                 &mut table
             };
-            match lower_rule(ev.engine, base_stages, &ev.path, value.clone(), t) {
+            let ctx = RuleContext {
+                sigma: &sources.sigma,
+                warnings: &mut warnings,
+            };
+            match lower_rule(ev.engine, base_stages, &ev.path, value.clone(), t, ctx) {
                 Ok(rule) if !rule_disabled => out.rules.push(rule),
                 Ok(_) => {}
                 Err(e) => errors.push(e),
@@ -105,12 +111,20 @@ pub fn lower(sources: ConfigSources) -> Result<RuleSet, CompileErrors> {
         disabled,
         fields: table.fields,
         atoms: table.atoms,
+        checks: table.checks,
         inputs: sources.inputs,
+        warnings,
     })
 }
 
 fn rule_id(v: &serde_yaml::Value) -> Option<String> {
     v.get("id").and_then(|i| i.as_str()).map(str::to_string)
+}
+
+/// What lowering a rule may need beyond the rule itself.
+struct RuleContext<'a> {
+    sigma: &'a SigmaContext,
+    warnings: &'a mut Vec<String>,
 }
 
 fn lower_rule(
@@ -119,6 +133,7 @@ fn lower_rule(
     path: &Path,
     value: serde_yaml::Value,
     table: &mut AtomTable,
+    ctx: RuleContext<'_>,
 ) -> Result<IrRule, CompileError> {
     let label = rule_id(&value).unwrap_or_else(|| "<no id>".to_string());
     let err = |m: String| CompileError::rule(path, &label, m);
@@ -135,6 +150,16 @@ fn lower_rule(
             let r: PatternRule = yaml::from_value(value).map_err(err)?;
             let p = lower_pattern(&r, table).map_err(err)?;
             (r.common(), p)
+        }
+        EngineKind::Sigma => {
+            let l = sigma::lower(value, ctx.sigma, table).map_err(err)?;
+            for w in l.warnings {
+                ctx.warnings
+                    .push(format!("{}: rule `{}`: {w}", path.display(), l.common.id));
+            }
+            let mut rule = finish(l.common, stages, l.predicate).map_err(err)?;
+            rule.author = l.author;
+            return Ok(rule);
         }
     };
     finish(common, stages, predicate).map_err(err)
@@ -158,6 +183,7 @@ fn finish(c: Common, stages: StageSet, predicate: Predicate) -> Result<IrRule, S
         stages,
         reason: c.reason,
         predicate,
+        author: None,
     })
 }
 

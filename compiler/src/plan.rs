@@ -275,6 +275,7 @@ pub fn compile(rules: &RuleSet, limits: &Limits) -> Compiled {
                 evaluator: ei as u32,
                 reason: r.reason.clone(),
                 predicate: r.predicate.clone(),
+                author: r.author.clone(),
             });
         }
     }
@@ -285,6 +286,7 @@ pub fn compile(rules: &RuleSet, limits: &Limits) -> Compiled {
         rules: metas,
         atoms,
         fields,
+        checks: rules.checks.clone(),
     };
     let stats = Stats {
         fingerprint: program.fingerprint.clone(),

@@ -206,6 +206,7 @@ impl Engine {
                 let input = PredicateInput {
                     atoms: &scratch.atoms,
                     event,
+                    checks: &self.program.checks,
                 };
                 let hit = match &self.predicates {
                     Predicates::Compiled(p) => p[r](&input),

@@ -6,6 +6,7 @@
 //! differential tests check.
 
 use crate::bitset::BitSet;
+use crate::check::Check;
 use crate::prepared::PreparedEvent;
 use serde::{Deserialize, Serialize};
 
@@ -18,6 +19,8 @@ pub enum Predicate {
     Not(Box<Predicate>),
     And(Vec<Predicate>),
     Or(Vec<Predicate>),
+    /// The check with this index (into `Program::checks`) holds.
+    Check(u32),
 }
 
 /// What a compiled predicate may look at: the atoms that hit, and the event
@@ -25,6 +28,8 @@ pub enum Predicate {
 pub struct PredicateInput<'a> {
     pub atoms: &'a BitSet,
     pub event: &'a PreparedEvent,
+    /// The program's checks, indexed by [`Predicate::Check`].
+    pub checks: &'a [Check],
 }
 
 impl PredicateInput<'_> {
@@ -45,13 +50,14 @@ impl Predicate {
             Predicate::Not(p) => !p.eval(input),
             Predicate::And(ps) => ps.iter().all(|p| p.eval(input)),
             Predicate::Or(ps) => ps.iter().any(|p| p.eval(input)),
+            Predicate::Check(c) => input.checks[*c as usize].eval(input.event),
         }
     }
 
     /// Every atom the predicate mentions.
     pub fn atoms(&self, out: &mut Vec<u32>) {
         match self {
-            Predicate::Const(_) => {}
+            Predicate::Const(_) | Predicate::Check(_) => {}
             Predicate::Atom(a) => out.push(*a),
             Predicate::Not(p) => p.atoms(out),
             Predicate::And(ps) | Predicate::Or(ps) => ps.iter().for_each(|p| p.atoms(out)),
@@ -63,7 +69,7 @@ impl Predicate {
     pub fn positive_atoms(&self, out: &mut Vec<u32>) {
         fn go(p: &Predicate, negated: bool, out: &mut Vec<u32>) {
             match p {
-                Predicate::Const(_) => {}
+                Predicate::Const(_) | Predicate::Check(_) => {}
                 Predicate::Atom(a) => {
                     if !negated {
                         out.push(*a)

@@ -61,6 +61,7 @@ pub struct PreparedEvent {
     url: Vec<String>,
     content: Vec<String>,
     query: Vec<String>,
+    executable: Vec<String>,
 }
 
 impl PreparedEvent {
@@ -71,6 +72,7 @@ impl PreparedEvent {
             url: Vec::new(),
             content: Vec::new(),
             query: Vec::new(),
+            executable: Vec::new(),
             event,
         };
         p.derive();
@@ -138,6 +140,9 @@ impl PreparedEvent {
             }
             _ => {}
         }
+        for cmd in &self.command {
+            push_executables(cmd, &mut self.executable);
+        }
     }
 
     fn add_patch(&mut self, patch: &str) {
@@ -166,6 +171,7 @@ impl PreparedEvent {
                 Canonical::Url => self.url.iter().for_each(|s| f(s)),
                 Canonical::Content => self.content.iter().for_each(|s| f(s)),
                 Canonical::Query => self.query.iter().for_each(|s| f(s)),
+                Canonical::Executable => self.executable.iter().for_each(|s| f(s)),
                 Canonical::Text => {
                     if let Some(m) = &e.message_text {
                         f(m);
@@ -224,6 +230,38 @@ fn command_text(v: &Value) -> Option<String> {
                 .join(" "),
         ),
         _ => None,
+    }
+}
+
+/// The program word of each segment of a shell command (split at `;`, `&`,
+/// `|` and newlines), after any leading `NAME=value` assignments, quotes
+/// removed. A bare name (no `/`) is given a leading `/`: Sigma's `Image` is
+/// an absolute path, rules test it with `endswith: '/curl'`, and an agent's
+/// `PATH` is unknown, so `/curl` is the most that can honestly be said.
+fn push_executables(command: &str, out: &mut Vec<String>) {
+    for segment in command.split([';', '&', '|', '\n']) {
+        let word = segment
+            .split_whitespace()
+            .find(|w| !is_assignment(w))
+            .map(|w| w.trim_matches(|c| c == '"' || c == '\''));
+        match word {
+            Some(w) if w.is_empty() || w.starts_with('(') => {}
+            Some(w) if w.contains('/') => out.push(w.to_string()),
+            Some(w) => out.push(format!("/{w}")),
+            None => {}
+        }
+    }
+}
+
+/// `NAME=value` before a command sets its environment; it is not the program.
+fn is_assignment(word: &str) -> bool {
+    match word.split_once('=') {
+        Some((name, _)) => {
+            !name.is_empty()
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                && !name.starts_with(|c: char| c.is_ascii_digit())
+        }
+        None => false,
     }
 }
 
@@ -294,6 +332,16 @@ mod tests {
         for p in [claude, openclaw, codex] {
             assert_eq!(p.canonical(Canonical::Command), vec!["rm -rf /"]);
         }
+    }
+
+    #[test]
+    fn executables_of_each_segment() {
+        let p = prep(json!({"stage":"tool.before","tool_name":"Bash",
+            "tool_args":{"command":"LANG=C /usr/bin/curl -s x | base64 -d && 'rm' -f y; (cd z)"}}));
+        assert_eq!(
+            p.canonical(Canonical::Executable),
+            vec!["/usr/bin/curl", "/base64", "/rm"]
+        );
     }
 
     #[test]

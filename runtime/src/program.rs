@@ -8,6 +8,7 @@
 //! start-up (the crate has no serialization; building takes milliseconds).
 
 use crate::action::{Action, Priority};
+use crate::check::Check;
 use crate::field::FieldRef;
 use crate::predicate::Predicate;
 use crate::settings::Settings;
@@ -21,15 +22,17 @@ use std::fmt;
 pub enum EngineKind {
     Regex,
     Pattern,
+    Sigma,
 }
 
 impl EngineKind {
-    pub const ALL: [EngineKind; 2] = [EngineKind::Regex, EngineKind::Pattern];
+    pub const ALL: [EngineKind; 3] = [EngineKind::Regex, EngineKind::Pattern, EngineKind::Sigma];
 
     pub fn as_str(self) -> &'static str {
         match self {
             EngineKind::Regex => "regex",
             EngineKind::Pattern => "pattern",
+            EngineKind::Sigma => "sigma",
         }
     }
 }
@@ -52,6 +55,9 @@ pub struct Program {
     pub rules: Vec<RuleMeta>,
     pub atoms: Vec<Atom>,
     pub fields: Vec<FieldPlan>,
+    /// Non-text conditions, indexed by [`Predicate::Check`].
+    #[serde(default)]
+    pub checks: Vec<Check>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -78,6 +84,10 @@ pub struct RuleMeta {
     pub evaluator: u32,
     pub reason: Option<String>,
     pub predicate: Predicate,
+    /// Who wrote the rule, when its source says (Sigma's `author`); reported
+    /// with every match, as the SigmaHQ rules' licence (DRL) requires.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub author: Option<String>,
 }
 
 /// One thing to look for in one field.
