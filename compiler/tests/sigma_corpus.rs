@@ -51,3 +51,62 @@ fn every_sigmahq_rule_compiles() {
         .iter()
         .all(|r| r.author.is_some()));
 }
+
+/// Lowers and plans the rules under `dir` into one program, as a config
+/// holding them would be; checks every atom got a scan path.
+fn plan(dir: &std::path::Path) -> usize {
+    let report = lint_dir(dir, &SigmaContext::default()).expect("corpus readable");
+    assert!(report.failures.is_empty());
+    let started = std::time::Instant::now();
+    let compiled =
+        parallax_compiler::plan::compile(&report.rules, &parallax_compiler::Limits::default());
+    let p = &compiled.program;
+    let shards: usize = p.fields.iter().map(|f| f.shards.len()).sum();
+    let bytes: usize = p.fields.iter().flat_map(|f| &f.shards).map(|s| s.bytes).sum();
+    eprintln!(
+        "{}: planned {} rules: {} atoms, {} checks, {} fields, {} DFA shards ({} KiB), {:.0} ms",
+        dir.display(),
+        p.rules.len(),
+        p.atoms.len(),
+        p.checks.len(),
+        p.fields.len(),
+        shards,
+        bytes / 1024,
+        started.elapsed().as_secs_f64() * 1000.0
+    );
+    assert_eq!(p.rules.len(), report.compiled);
+    // Every atom has a path: nothing was dropped on the way to automata.
+    let mut placed = vec![false; p.atoms.len()];
+    for f in &p.fields {
+        for s in &f.shards {
+            s.atoms.iter().for_each(|a| placed[*a as usize] = true);
+        }
+        f.verifiers.iter().for_each(|v| placed[v.atom as usize] = true);
+        for l in &f.literals {
+            for t in &l.targets {
+                if let parallax_runtime::LiteralTarget::Atom(a) = t {
+                    placed[*a as usize] = true;
+                }
+            }
+        }
+    }
+    assert!(placed.iter().all(|p| *p), "an atom has no scan path");
+    p.rules.len()
+}
+
+/// The rules a team would run against agents' shell commands and files.
+#[test]
+fn linux_and_macos_rules_plan_into_automata() {
+    let base = corpus().join("rules");
+    assert!(plan(&base.join("linux")) > 200);
+    assert!(plan(&base.join("macos")) > 50);
+}
+
+/// All 3,754 rules in one program: about 17,000 atoms and five minutes of
+/// DFA construction on a small machine, so it runs on request only
+/// (`cargo test -p parallax-compiler --test sigma_corpus -- --ignored`).
+#[test]
+#[ignore]
+fn the_whole_corpus_plans_into_automata() {
+    assert_eq!(plan(&corpus()), 3754);
+}

@@ -54,6 +54,10 @@ pub enum Command {
     Lint {
         #[arg(short, long)]
         config: Option<PathBuf>,
+        /// Compile every Sigma rule under DIR instead (field mappings from
+        /// the config's `sigma:` section, if there is a config).
+        #[arg(long, value_name = "DIR")]
+        sigma: Option<PathBuf>,
     },
     /// Show what the compiler makes of the rules.
     Compile {
@@ -88,7 +92,10 @@ pub fn run(cli: Cli) -> ExitCode {
             file,
             baked_only,
         } => eval::run(config, file, baked_only),
-        Command::Lint { config } => lint::run(config),
+        Command::Lint { config, sigma } => match sigma {
+            Some(dir) => lint::run_sigma(config, &dir),
+            None => lint::run(config),
+        },
         Command::Compile { config, emit } => compile::run(config, emit),
     }
 }

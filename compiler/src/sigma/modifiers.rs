@@ -178,11 +178,13 @@ pub fn parse(names: &[&str]) -> Result<Mods, String> {
                 ))
             }
             "" => return Err("empty modifier (`||` in the field key)".into()),
-            other => return Err(format!(
+            other => {
+                return Err(format!(
                 "unknown modifier `{other}` (known: contains, startswith, endswith, all, re, i, \
                      m, s, base64, base64offset, utf16le, utf16be, utf16, wide, windash, cased, \
                      exists, gt, gte, lt, lte, cidr, fieldref, expand)"
-            )),
+            ))
+            }
         }
     }
     validate(&m)?;
