@@ -62,7 +62,12 @@ fn plan(dir: &std::path::Path) -> usize {
         parallax_compiler::plan::compile(&report.rules, &parallax_compiler::Limits::default());
     let p = &compiled.program;
     let shards: usize = p.fields.iter().map(|f| f.shards.len()).sum();
-    let bytes: usize = p.fields.iter().flat_map(|f| &f.shards).map(|s| s.bytes).sum();
+    let bytes: usize = p
+        .fields
+        .iter()
+        .flat_map(|f| &f.shards)
+        .map(|s| s.bytes)
+        .sum();
     eprintln!(
         "{}: planned {} rules: {} atoms, {} checks, {} fields, {} DFA shards ({} KiB), {:.0} ms",
         dir.display(),
@@ -81,7 +86,9 @@ fn plan(dir: &std::path::Path) -> usize {
         for s in &f.shards {
             s.atoms.iter().for_each(|a| placed[*a as usize] = true);
         }
-        f.verifiers.iter().for_each(|v| placed[v.atom as usize] = true);
+        f.verifiers
+            .iter()
+            .for_each(|v| placed[v.atom as usize] = true);
         for l in &f.literals {
             for t in &l.targets {
                 if let parallax_runtime::LiteralTarget::Atom(a) = t {
