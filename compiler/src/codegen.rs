@@ -124,6 +124,13 @@ fn rule_fn(index: usize, id: &str) -> Ident {
 
 /// The generated module's source.
 pub fn generate_rust(c: &Compiled) -> String {
+    generate_rust_at(c, "")
+}
+
+/// The generated module for files written with [`write_baked_at`] and the
+/// same `prefix`: several rule sets can then be baked into one `OUT_DIR`
+/// (the build script bakes a test fixture beside the shipped rules).
+pub fn generate_rust_at(c: &Compiled, prefix: &str) -> String {
     let p = &c.program;
     let fingerprint = &p.fingerprint;
     let rule_count = proc_macro2::Literal::usize_unsuffixed(p.rules.len());
@@ -141,7 +148,7 @@ pub fn generate_rust(c: &Compiled) -> String {
         let mut names = Vec::new();
         for si in 0..field.shards.len() {
             let name = Ident::new(&format!("F{fi}_S{si}"), Span::call_site());
-            let file = shard_file(fi, si);
+            let file = format!("{prefix}{}", shard_file(fi, si));
             let doc = format!(
                 " Field `{}`, shard {si}: {} patterns.",
                 field.field,
@@ -179,6 +186,7 @@ pub fn generate_rust(c: &Compiled) -> String {
         fn_names.push(name);
     }
 
+    let program_file = format!("{prefix}{PROGRAM_FILE}");
     let tokens = quote! {
         use parallax_runtime::{CompiledPredicate, PredicateInput};
 
@@ -186,7 +194,7 @@ pub fn generate_rust(c: &Compiled) -> String {
         pub const FINGERPRINT: &str = #fingerprint;
 
         /// The program (rules, atoms, field plans) the predicates belong to.
-        pub const PROGRAM_JSON: &str = include_str!(concat!(env!("OUT_DIR"), "/program.json"));
+        pub const PROGRAM_JSON: &str = include_str!(concat!(env!("OUT_DIR"), "/", #program_file));
 
         /// Serialized DFAs must be read at 4-byte alignment to be used in place.
         #[repr(C)]
@@ -218,10 +226,20 @@ pub fn generate_rust(c: &Compiled) -> String {
 /// Writes the baked module and its embedded files into `dir`; returns the
 /// files written.
 pub fn write_baked(c: &Compiled, dir: &Path, big_endian: bool) -> io::Result<Vec<PathBuf>> {
+    write_baked_at(c, dir, big_endian, "")
+}
+
+/// [`write_baked`] with every file name prefixed by `prefix`.
+pub fn write_baked_at(
+    c: &Compiled,
+    dir: &Path,
+    big_endian: bool,
+    prefix: &str,
+) -> io::Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir)?;
     let mut written = Vec::new();
     let mut write = |name: &str, bytes: &[u8]| -> io::Result<()> {
-        let path = dir.join(name);
+        let path = dir.join(format!("{prefix}{name}"));
         // Leave unchanged files alone so their mtime does not trigger rebuilds.
         if std::fs::read(&path).ok().as_deref() != Some(bytes) {
             std::fs::write(&path, bytes)?;
@@ -241,7 +259,7 @@ pub fn write_baked(c: &Compiled, dir: &Path, big_endian: bool) -> io::Result<Vec
     }
     let json = serde_json::to_vec_pretty(&c.program).map_err(io::Error::other)?;
     write(PROGRAM_FILE, &json)?;
-    write(MODULE_FILE, generate_rust(c).as_bytes())?;
+    write(MODULE_FILE, generate_rust_at(c, prefix).as_bytes())?;
     write(STATS_FILE, c.stats.to_string().as_bytes())?;
     Ok(written)
 }
