@@ -141,6 +141,18 @@ pub fn load(path: &Path) -> Result<ConfigSources, CompileErrors> {
     for (i, ev) in file.evaluators.into_iter().enumerate() {
         let rules = match (ev.rules, ev.rules_file) {
             (Some(rules), None) => Ok((path.to_path_buf(), rules)),
+            (None, Some(f)) if ev.engine == EngineKind::Sigma => {
+                let p = base.join(f);
+                inputs.push(p.clone());
+                load_sigma_file(&p).and_then(|(header, rules)| match header {
+                    Some(_) => Err(CompileError::file(
+                        &p,
+                        "a `rules_file` of an inline evaluator holds only rules; its \
+                         `evaluator:` header belongs in the config",
+                    )),
+                    None => Ok((p, rules)),
+                })
+            }
             (None, Some(f)) => {
                 let p = base.join(f);
                 inputs.push(p.clone());
@@ -351,12 +363,9 @@ fn load_sigma_tree(
                 inputs.push(parent.to_path_buf());
             }
         }
-        let rules = read(&file).and_then(|text| {
-            crate::sigma::documents(&text).map_err(|m| CompileError::file(&file, m))
-        });
-        match rules {
-            Ok(rules) => {
-                let name = file
+        match load_sigma_file(&file) {
+            Ok((header, rules)) => {
+                let stem = file
                     .strip_prefix(dir)
                     .unwrap_or(&file)
                     .with_extension("")
@@ -364,11 +373,15 @@ fn load_sigma_tree(
                     .map(|c| c.as_os_str().to_string_lossy().into_owned())
                     .collect::<Vec<_>>()
                     .join("/");
+                let (name, stages, enabled) = match header {
+                    Some(h) => (h.name.unwrap_or(stem), h.stages, h.enabled),
+                    None => (stem, None, true),
+                };
                 out.push(EvaluatorSource {
                     name,
                     engine: EngineKind::Sigma,
-                    stages: None,
-                    enabled: true,
+                    stages,
+                    enabled,
                     inline: false,
                     path: file,
                     rules,
@@ -377,6 +390,31 @@ fn load_sigma_tree(
             Err(e) => errors.push(e),
         }
     }
+}
+
+/// The documents of a Sigma file. A first document holding only
+/// `evaluator: {name, stages, enabled}` sets the file's evaluator, as the
+/// header of other engines' files does; every other document is a rule.
+fn load_sigma_file(
+    path: &Path,
+) -> Result<(Option<FileHeader>, Vec<serde_yaml::Value>), CompileError> {
+    let text = read(path)?;
+    let mut docs = crate::sigma::documents(&text).map_err(|m| CompileError::file(path, m))?;
+    let is_header = docs
+        .first()
+        .and_then(|d| d.as_mapping())
+        .is_some_and(|m| m.len() == 1 && m.contains_key("evaluator"));
+    if !is_header {
+        return Ok((None, docs));
+    }
+    let first = docs.remove(0);
+    let header = first
+        .get("evaluator")
+        .cloned()
+        .unwrap_or(serde_yaml::Value::Null);
+    let header: FileHeader = yaml::from_value(header)
+        .map_err(|m| CompileError::file(path, format!("evaluator header: {m}")))?;
+    Ok((Some(header), docs))
 }
 
 /// Directory entries sorted by name, so the chain order never depends on

@@ -213,3 +213,38 @@ fn mapping_targets_must_be_event_fields() {
     let m = load_tree(&[config]).unwrap_err();
     assert_mentions(&m, &["unknown field `field_mapping`"]);
 }
+
+#[test]
+fn a_header_document_or_the_config_sets_a_files_stages() {
+    let with_header = format!(
+        "evaluator:\n  name: shell\n  stages: [tool.after]\n---\n{}",
+        rule("h-1", "  s:\n    CommandLine: x\n  condition: s\n")
+    );
+    let config = (
+        "parallax.yaml",
+        "rules_dir: rules\nevaluators:\n  - name: inline-sigma\n    type: sigma\n    \
+         stages: [message.before]\n    rules_file: extra/more.yml\n",
+    );
+    let more = rule("i-1", "  s:\n    text|contains: x\n  condition: s\n");
+    let set = load_tree(&[
+        config,
+        ("rules/sigma/h.yml", &with_header),
+        ("extra/more.yml", &more),
+    ])
+    .unwrap();
+    let names: Vec<(&str, String)> = set
+        .evaluators
+        .iter()
+        .map(|e| (e.name.as_str(), e.stages.to_string()))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("inline-sigma", "[message.before]".to_string()),
+            ("shell", "[tool.after]".to_string())
+        ]
+    );
+    let bad = "evaluator:\n  stagez: [tool.after]\n";
+    let m = load_tree(&[CONFIG, ("rules/sigma/h.yml", bad)]).unwrap_err();
+    assert_mentions(&m, &["rules/sigma/h.yml", "evaluator header", "stagez"]);
+}
