@@ -233,22 +233,49 @@ fn command_text(v: &Value) -> Option<String> {
     }
 }
 
+/// Commands that run the command after them: that one is started too, so
+/// it is an executable of the segment as well.
+const WRAPPERS: [&str; 9] = [
+    "sudo", "doas", "env", "nohup", "exec", "time", "nice", "command", "xargs",
+];
+/// Options of the wrappers above that take a separate argument.
+const WRAPPER_ARG_OPTIONS: [&str; 11] = [
+    "-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-n", "-S",
+];
+
 /// The program word of each segment of a shell command (split at `;`, `&`,
 /// `|` and newlines), after any leading `NAME=value` assignments, quotes
-/// removed. A bare name (no `/`) is given a leading `/`: Sigma's `Image` is
-/// an absolute path, rules test it with `endswith: '/curl'`, and an agent's
-/// `PATH` is unknown, so `/curl` is the most that can honestly be said.
+/// removed; behind a wrapper (`sudo`, `env`, `nohup`, …) the wrapped
+/// program too, as both processes start. A bare name (no `/`) is given a
+/// leading `/`: Sigma's `Image` is an absolute path, rules test it with
+/// `endswith: '/curl'`, and an agent's `PATH` is unknown, so `/curl` is the
+/// most that can honestly be said.
 fn push_executables(command: &str, out: &mut Vec<String>) {
     for segment in command.split([';', '&', '|', '\n']) {
-        let word = segment
+        let mut words = segment
             .split_whitespace()
-            .find(|w| !is_assignment(w))
             .map(|w| w.trim_matches(|c| c == '"' || c == '\''));
-        match word {
-            Some(w) if w.is_empty() || w.starts_with('(') => {}
-            Some(w) if w.contains('/') => out.push(w.to_string()),
-            Some(w) => out.push(format!("/{w}")),
-            None => {}
+        let mut wrapped = false;
+        while let Some(w) = words.next() {
+            if is_assignment(w) || (wrapped && w.starts_with('-')) {
+                if wrapped && WRAPPER_ARG_OPTIONS.contains(&w) {
+                    words.next();
+                }
+                continue;
+            }
+            if w.is_empty() || w.starts_with('(') {
+                break;
+            }
+            out.push(if w.contains('/') {
+                w.to_string()
+            } else {
+                format!("/{w}")
+            });
+            let name = w.rsplit('/').next().unwrap_or(w);
+            if !WRAPPERS.contains(&name) {
+                break;
+            }
+            wrapped = true;
         }
     }
 }
@@ -341,6 +368,12 @@ mod tests {
         assert_eq!(
             p.canonical(Canonical::Executable),
             vec!["/usr/bin/curl", "/base64", "/rm"]
+        );
+        let p = prep(json!({"stage":"tool.before","tool_name":"Bash",
+            "tool_args":{"command":"sudo -u root -E nohup env A=1 python3 x.py"}}));
+        assert_eq!(
+            p.canonical(Canonical::Executable),
+            vec!["/sudo", "/nohup", "/env", "/python3"]
         );
     }
 
