@@ -368,6 +368,19 @@ mod tests {
             Cond::And(vec![sel("sel_a"), sel("sel_b"), sel("filter")])
         );
         assert_eq!(parse("1 of filter", &n).unwrap(), sel("filter"));
+        assert_eq!(
+            parse("1 of sel_* and not 1 of filter*", &n).unwrap(),
+            Cond::And(vec![
+                Cond::Or(vec![sel("sel_a"), sel("sel_b")]),
+                Cond::Not(Box::new(sel("filter")))
+            ])
+        );
+        // Keywords are case-insensitive; names are not.
+        assert_eq!(
+            parse("sel_a AND NOT filter", &n).unwrap(),
+            Cond::And(vec![sel("sel_a"), Cond::Not(Box::new(sel("filter")))])
+        );
+        assert!(parse("SEL_A", &n).is_err());
     }
 
     #[test]
