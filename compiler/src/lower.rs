@@ -135,7 +135,14 @@ fn lower_rule(
     table: &mut AtomTable,
     ctx: RuleContext<'_>,
 ) -> Result<IrRule, CompileError> {
-    let label = rule_id(&value).unwrap_or_else(|| "<no id>".to_string());
+    // Sigma's `id` is optional: name such a rule by its title.
+    let label = rule_id(&value)
+        .or_else(|| {
+            (engine == EngineKind::Sigma)
+                .then(|| value.get("title")?.as_str().map(str::to_string))
+                .flatten()
+        })
+        .unwrap_or_else(|| "<no id>".to_string());
     let err = |m: String| CompileError::rule(path, &label, m);
     if !value.is_mapping() {
         return Err(err("a rule must be a mapping of keys to values".into()));

@@ -248,3 +248,10 @@ fn a_header_document_or_the_config_sets_a_files_stages() {
     let m = load_tree(&[CONFIG, ("rules/sigma/h.yml", bad)]).unwrap_err();
     assert_mentions(&m, &["rules/sigma/h.yml", "evaluator header", "stagez"]);
 }
+
+#[test]
+fn a_rule_without_id_is_named_by_its_title() {
+    let r = "title: No Id Here\nlogsource: {product: linux}\ndetection:\n  s: {CommandLine|bad: x}\n  condition: s\n";
+    let m = load_tree(&[CONFIG, ("rules/sigma/a.yml", r)]).unwrap_err();
+    assert_mentions(&m, &["rule `No Id Here`", "`bad`"]);
+}
