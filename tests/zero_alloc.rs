@@ -53,6 +53,11 @@ fn evaluation_does_not_allocate() {
         "/tests/fixtures/paths/parallax.yaml"
     ));
     let dynamic = loader::dynamic_engine(fixture).unwrap();
+    let sigma = loader::dynamic_engine(Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/sigma/parallax.yaml"
+    )))
+    .unwrap();
     let cases = [
         (
             &baked,
@@ -97,6 +102,38 @@ fn evaluation_does_not_allocate() {
             &dynamic,
             json!({"stage":"tool.after","tool_result":{"lines":["nothing to see", "at all"]}}),
             Action::Allow,
+        ),
+        // Sigma checks, generated (baked shipped rules: exists, boolean,
+        // cidr, numeric) and interpreted (fixture: fieldref, null).
+        (
+            &baked,
+            json!({"stage":"tool.before","tool_name":"Bash","tool_args":{"command":"make","env":{"LD_PRELOAD":"/tmp/x.so"}}}),
+            Action::Detect,
+        ),
+        (
+            &baked,
+            json!({"stage":"tool.before","tool_name":"Bash","tool_args":{"command":"make","dangerouslyDisableSandbox":true}}),
+            Action::Detect,
+        ),
+        (
+            &baked,
+            json!({"stage":"tool.before","tool_name":"http","tool_args":{"host":"169.254.10.1"}}),
+            Action::Detect,
+        ),
+        (
+            &baked,
+            json!({"stage":"params.before","params":{"temperature":1.9}}),
+            Action::Detect,
+        ),
+        (
+            &sigma,
+            json!({"stage":"tool.before","tool_name":"Tool","tool_args":{"zq_src":"/Ä/B","zq_dst":"/ä/b"}}),
+            Action::Detect,
+        ),
+        (
+            &sigma,
+            json!({"stage":"tool.before","tool_name":"zq-null","tool_args":{"note":""}}),
+            Action::Detect,
         ),
     ];
     for (engine, event, expect) in cases {

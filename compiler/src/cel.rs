@@ -31,6 +31,7 @@ pub fn declarations() -> Declarations {
         "content",
         "query",
         "text",
+        "executable",
     ] {
         d.declare(name, CelType::String);
     }

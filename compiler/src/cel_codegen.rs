@@ -52,6 +52,7 @@ fn canonical_tokens(c: Canonical) -> TokenStream {
         Canonical::Content => quote!(Canonical::Content),
         Canonical::Query => quote!(Canonical::Query),
         Canonical::Text => quote!(Canonical::Text),
+        Canonical::Executable => quote!(Canonical::Executable),
     }
 }
 

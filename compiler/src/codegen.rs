@@ -6,7 +6,7 @@
 //! binary contains and a diff of two builds shows what changed.
 
 use crate::plan::Compiled;
-use parallax_runtime::{CelExpr, Predicate};
+use parallax_runtime::{CelExpr, Check, CheckOp, NumCmp, Predicate, TextMode};
 use proc_macro2::{Ident, Span, TokenStream};
 use quote::quote;
 use std::io;
@@ -22,9 +22,54 @@ fn shard_file(field: usize, shard: usize) -> String {
     format!("dfa_f{field}_s{shard}.bin")
 }
 
-/// Straight-line Rust for one predicate (`cel`: the program's CEL
-/// expressions, which `Predicate::Cel` refers to).
-fn predicate_tokens(p: &Predicate, cel: &[CelExpr]) -> TokenStream {
+/// A call to the typed helper of a check, its constants inlined; the
+/// field (a path, which Rust cannot build in a constant) is read from the
+/// program's check table.
+fn check_tokens(index: u32, check: &Check) -> TokenStream {
+    let n = proc_macro2::Literal::usize_unsuffixed(index as usize);
+    let field = quote!(&i.checks[#n].field);
+    match &check.op {
+        CheckOp::Exists => quote!(parallax_runtime::check::exists(i.event, #field)),
+        CheckOp::NullOrEmpty => quote!(parallax_runtime::check::null_or_empty(i.event, #field)),
+        CheckOp::Num { cmp, value } => {
+            let cmp = match cmp {
+                NumCmp::Eq => quote!(Eq),
+                NumCmp::Gt => quote!(Gt),
+                NumCmp::Gte => quote!(Gte),
+                NumCmp::Lt => quote!(Lt),
+                NumCmp::Lte => quote!(Lte),
+            };
+            let v = proc_macro2::Literal::f64_suffixed(*value);
+            quote!(parallax_runtime::check::num(i.event, #field, parallax_runtime::NumCmp::#cmp, #v))
+        }
+        CheckOp::Bool(b) => quote!(parallax_runtime::check::boolean(i.event, #field, #b)),
+        CheckOp::Cidr { v6, net, prefix } => {
+            let net = proc_macro2::Literal::u128_suffixed(*net);
+            let prefix = proc_macro2::Literal::u8_suffixed(*prefix);
+            quote!(parallax_runtime::check::cidr(i.event, #field, #v6, #net, #prefix))
+        }
+        CheckOp::FieldRef { mode, cased, .. } => {
+            let mode = match mode {
+                TextMode::Equals => quote!(Equals),
+                TextMode::Contains => quote!(Contains),
+                TextMode::StartsWith => quote!(StartsWith),
+                TextMode::EndsWith => quote!(EndsWith),
+            };
+            quote!(parallax_runtime::check::fieldref(
+                i.event,
+                #field,
+                i.checks[#n].other(),
+                parallax_runtime::TextMode::#mode,
+                #cased
+            ))
+        }
+    }
+}
+
+/// Straight-line Rust for one predicate (`cel` and `checks`: the program's
+/// CEL expressions and checks, which `Predicate::Cel` and `Predicate::Check`
+/// refer to).
+fn predicate_tokens(p: &Predicate, cel: &[CelExpr], checks: &[Check]) -> TokenStream {
     match p {
         Predicate::Const(true) => quote!(true),
         Predicate::Const(false) => quote!(false),
@@ -32,8 +77,18 @@ fn predicate_tokens(p: &Predicate, cel: &[CelExpr]) -> TokenStream {
             let a = proc_macro2::Literal::u32_unsuffixed(*a);
             quote!(i.atom(#a))
         }
+        Predicate::Check(c) => match checks.get(*c as usize) {
+            Some(check) => check_tokens(*c, check),
+            // The compiler numbers checks itself; an index past the table
+            // would be a compiler bug, and the runtime check panics the same
+            // way the interpreter's indexing would.
+            None => {
+                let n = proc_macro2::Literal::usize_unsuffixed(*c as usize);
+                quote!(i.checks[#n].eval(i.event))
+            }
+        },
         Predicate::Not(q) => {
-            let q = predicate_tokens(q, cel);
+            let q = predicate_tokens(q, cel, checks);
             quote!(!(#q))
         }
         Predicate::And(ps) | Predicate::Or(ps) if ps.is_empty() => {
@@ -44,11 +99,11 @@ fn predicate_tokens(p: &Predicate, cel: &[CelExpr]) -> TokenStream {
             }
         }
         Predicate::And(ps) => {
-            let ps = ps.iter().map(|q| predicate_tokens(q, cel));
+            let ps = ps.iter().map(|q| predicate_tokens(q, cel, checks));
             quote!(#( (#ps) )&&*)
         }
         Predicate::Or(ps) => {
-            let ps = ps.iter().map(|q| predicate_tokens(q, cel));
+            let ps = ps.iter().map(|q| predicate_tokens(q, cel, checks));
             quote!(#( (#ps) )||*)
         }
         Predicate::Cel { index, .. } => match cel.get(*index as usize) {
@@ -76,6 +131,13 @@ fn rule_fn(index: usize, id: &str) -> Ident {
 
 /// The generated module's source.
 pub fn generate_rust(c: &Compiled) -> String {
+    generate_rust_at(c, "")
+}
+
+/// The generated module for files written with [`write_baked_at`] and the
+/// same `prefix`: several rule sets can then be baked into one `OUT_DIR`
+/// (the build script bakes a test fixture beside the shipped rules).
+pub fn generate_rust_at(c: &Compiled, prefix: &str) -> String {
     let p = &c.program;
     let fingerprint = &p.fingerprint;
     let rule_count = proc_macro2::Literal::usize_unsuffixed(p.rules.len());
@@ -93,7 +155,7 @@ pub fn generate_rust(c: &Compiled) -> String {
         let mut names = Vec::new();
         for si in 0..field.shards.len() {
             let name = Ident::new(&format!("F{fi}_S{si}"), Span::call_site());
-            let file = shard_file(fi, si);
+            let file = format!("{prefix}{}", shard_file(fi, si));
             let doc = format!(
                 " Field `{}`, shard {si}: {} patterns.",
                 field.field,
@@ -115,7 +177,7 @@ pub fn generate_rust(c: &Compiled) -> String {
     let mut fn_names = Vec::new();
     for (ri, rule) in p.rules.iter().enumerate() {
         let name = rule_fn(ri, &rule.id);
-        let body = predicate_tokens(&rule.predicate, &p.cel);
+        let body = predicate_tokens(&rule.predicate, &p.cel, &p.checks);
         let doc = format!(
             " `{}` ({}, evaluator `{}`): {}",
             rule.id, rule.action, p.evaluators[rule.evaluator as usize].name, rule.title
@@ -143,6 +205,7 @@ pub fn generate_rust(c: &Compiled) -> String {
             use parallax_runtime::{Canonical, JsonRoot, TopField};
         }
     };
+    let program_file = format!("{prefix}{PROGRAM_FILE}");
     let tokens = quote! {
         use parallax_runtime::{CompiledPredicate, PredicateInput};
         #cel_imports
@@ -151,7 +214,7 @@ pub fn generate_rust(c: &Compiled) -> String {
         pub const FINGERPRINT: &str = #fingerprint;
 
         /// The program (rules, atoms, field plans) the predicates belong to.
-        pub const PROGRAM_JSON: &str = include_str!(concat!(env!("OUT_DIR"), "/program.json"));
+        pub const PROGRAM_JSON: &str = include_str!(concat!(env!("OUT_DIR"), "/", #program_file));
 
         /// Serialized DFAs must be read at 4-byte alignment to be used in place.
         #[repr(C)]
@@ -183,10 +246,20 @@ pub fn generate_rust(c: &Compiled) -> String {
 /// Writes the baked module and its embedded files into `dir`; returns the
 /// files written.
 pub fn write_baked(c: &Compiled, dir: &Path, big_endian: bool) -> io::Result<Vec<PathBuf>> {
+    write_baked_at(c, dir, big_endian, "")
+}
+
+/// [`write_baked`] with every file name prefixed by `prefix`.
+pub fn write_baked_at(
+    c: &Compiled,
+    dir: &Path,
+    big_endian: bool,
+    prefix: &str,
+) -> io::Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir)?;
     let mut written = Vec::new();
     let mut write = |name: &str, bytes: &[u8]| -> io::Result<()> {
-        let path = dir.join(name);
+        let path = dir.join(format!("{prefix}{name}"));
         // Leave unchanged files alone so their mtime does not trigger rebuilds.
         if std::fs::read(&path).ok().as_deref() != Some(bytes) {
             std::fs::write(&path, bytes)?;
@@ -206,7 +279,7 @@ pub fn write_baked(c: &Compiled, dir: &Path, big_endian: bool) -> io::Result<Vec
     }
     let json = serde_json::to_vec_pretty(&c.program).map_err(io::Error::other)?;
     write(PROGRAM_FILE, &json)?;
-    write(MODULE_FILE, generate_rust(c).as_bytes())?;
+    write(MODULE_FILE, generate_rust_at(c, prefix).as_bytes())?;
     write(STATS_FILE, c.stats.to_string().as_bytes())?;
     Ok(written)
 }

@@ -7,6 +7,7 @@
 //! step parses them per engine so its errors can name the rule.
 
 use crate::error::{CompileError, CompileErrors};
+use crate::sigma::mapping::{SigmaConfig, SigmaContext};
 use crate::yaml;
 use parallax_runtime::{
     EngineKind, ProxySettings, ReportingSettings, ServerSettings, Settings, Stage,
@@ -28,6 +29,9 @@ struct ConfigFile {
     rules_dir: Option<String>,
     #[serde(default)]
     disabled: Vec<String>,
+    /// Sigma field mappings and placeholders.
+    #[serde(default)]
+    sigma: SigmaConfig,
 }
 
 fn yes() -> bool {
@@ -97,6 +101,8 @@ pub struct ConfigSources {
     pub settings: Settings,
     pub evaluators: Vec<EvaluatorSource>,
     pub disabled: Vec<String>,
+    /// How Sigma rules' field names map onto event fields.
+    pub sigma: SigmaContext,
     /// Every file and folder the result depends on (for `rerun-if-changed`).
     pub inputs: Vec<PathBuf>,
     /// Errors in individual rule files: the rest is still lowered, so that
@@ -110,6 +116,10 @@ pub fn default_stages(engine: EngineKind) -> Vec<Stage> {
         EngineKind::Regex => vec![Stage::ToolBefore, Stage::ToolAfter],
         EngineKind::Pattern => vec![Stage::ToolBefore],
         EngineKind::Cel => vec![Stage::ToolBefore],
+        // Sigma's log sources are process creation, file and network
+        // events: what a tool call is about to do. `logsource: {product:
+        // agent, category: <stage>}` picks another stage per rule.
+        EngineKind::Sigma => vec![Stage::ToolBefore],
     }
 }
 
@@ -130,9 +140,25 @@ pub fn load(path: &Path) -> Result<ConfigSources, CompileErrors> {
     let mut errors = Vec::new();
     let mut evaluators = Vec::new();
     let mut inputs = vec![path.to_path_buf()];
+    let sigma = SigmaContext::new(&file.sigma).unwrap_or_else(|m| {
+        errors.push(CompileError::file(path, m));
+        SigmaContext::default()
+    });
     for (i, ev) in file.evaluators.into_iter().enumerate() {
         let rules = match (ev.rules, ev.rules_file) {
             (Some(rules), None) => Ok((path.to_path_buf(), rules)),
+            (None, Some(f)) if ev.engine == EngineKind::Sigma => {
+                let p = base.join(f);
+                inputs.push(p.clone());
+                load_sigma_file(&p).and_then(|(header, rules)| match header {
+                    Some(_) => Err(CompileError::file(
+                        &p,
+                        "a `rules_file` of an inline evaluator holds only rules; its \
+                         `evaluator:` header belongs in the config",
+                    )),
+                    None => Ok((p, rules)),
+                })
+            }
             (None, Some(f)) => {
                 let p = base.join(f);
                 inputs.push(p.clone());
@@ -195,6 +221,7 @@ pub fn load(path: &Path) -> Result<ConfigSources, CompileErrors> {
         },
         evaluators,
         disabled: file.disabled,
+        sigma,
         inputs,
         errors,
     })
@@ -267,6 +294,10 @@ fn load_tree(
             continue;
         };
         inputs.push(sub.clone());
+        if engine == EngineKind::Sigma {
+            load_sigma_tree(&sub, inputs, out, errors);
+            continue;
+        }
         let files = match sorted_entries(&sub) {
             Ok(f) => f,
             Err(source) => {
@@ -312,6 +343,87 @@ fn load_tree(
             }
         }
     }
+}
+
+/// `rules/sigma/`: walked recursively; each file (one or more `---`
+/// separated Sigma documents) is an evaluator named by its path below
+/// `rules/sigma/`, without the extension.
+fn load_sigma_tree(
+    dir: &Path,
+    inputs: &mut Vec<PathBuf>,
+    out: &mut Vec<EvaluatorSource>,
+    errors: &mut Vec<CompileError>,
+) {
+    let files = match crate::sigma::lint::rule_files(dir) {
+        Ok(f) => f,
+        Err(source) => {
+            errors.push(CompileError::Io {
+                path: dir.to_path_buf(),
+                source,
+            });
+            return;
+        }
+    };
+    for file in files {
+        inputs.push(file.clone());
+        if let Some(parent) = file.parent() {
+            if !inputs.iter().any(|i| i == parent) {
+                inputs.push(parent.to_path_buf());
+            }
+        }
+        match load_sigma_file(&file) {
+            Ok((header, rules)) => {
+                let stem = file
+                    .strip_prefix(dir)
+                    .unwrap_or(&file)
+                    .with_extension("")
+                    .components()
+                    .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                    .collect::<Vec<_>>()
+                    .join("/");
+                let (name, stages, enabled, category) = match header {
+                    Some(h) => (h.name.unwrap_or(stem), h.stages, h.enabled, h.category),
+                    None => (stem, None, true, None),
+                };
+                out.push(EvaluatorSource {
+                    name,
+                    engine: EngineKind::Sigma,
+                    stages,
+                    enabled,
+                    category,
+                    inline: false,
+                    path: file,
+                    rules,
+                });
+            }
+            Err(e) => errors.push(e),
+        }
+    }
+}
+
+/// The documents of a Sigma file. A first document holding only
+/// `evaluator: {name, stages, category, enabled}` sets the file's evaluator, as the
+/// header of other engines' files does; every other document is a rule.
+fn load_sigma_file(
+    path: &Path,
+) -> Result<(Option<FileHeader>, Vec<serde_yaml::Value>), CompileError> {
+    let text = read(path)?;
+    let mut docs = crate::sigma::documents(&text).map_err(|m| CompileError::file(path, m))?;
+    let is_header = docs
+        .first()
+        .and_then(|d| d.as_mapping())
+        .is_some_and(|m| m.len() == 1 && m.contains_key("evaluator"));
+    if !is_header {
+        return Ok((None, docs));
+    }
+    let first = docs.remove(0);
+    let header = first
+        .get("evaluator")
+        .cloned()
+        .unwrap_or(serde_yaml::Value::Null);
+    let header: FileHeader = yaml::from_value(header)
+        .map_err(|m| CompileError::file(path, format!("evaluator header: {m}")))?;
+    Ok((Some(header), docs))
 }
 
 /// Directory entries sorted by name, so the chain order never depends on

@@ -8,7 +8,8 @@
 
 use crate::source::RuleTests;
 use parallax_runtime::{
-    Action, CelExpr, EngineKind, FieldRef, Predicate, Priority, Settings, StageSet, Validator,
+    Action, CelExpr, Check, EngineKind, FieldRef, Predicate, Priority, Settings, StageSet,
+    Validator,
 };
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -81,6 +82,9 @@ pub struct IrRule {
     /// Test cases; not part of the fingerprint (they change no verdict).
     #[serde(skip)]
     pub tests: RuleTests,
+    /// Reported with matches (Sigma's `author`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub author: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -109,8 +113,13 @@ pub struct RuleSet {
     pub atoms: Vec<AtomSpec>,
     /// Expressions of CEL rules, referenced by `Predicate::Cel`.
     pub cel: Vec<CelExpr>,
+    /// Non-text conditions, indexed by `Predicate::Check`.
+    pub checks: Vec<Check>,
     /// Files and folders the rule set was read from.
     pub inputs: Vec<PathBuf>,
+    /// Things that compile but deserve a look (a Sigma field no mapping
+    /// covers, so conditions on it never match); `lint` prints them.
+    pub warnings: Vec<String>,
 }
 
 impl RuleSet {
@@ -124,6 +133,8 @@ impl RuleSet {
             fields: &'a [FieldRef],
             atoms: &'a [AtomSpec],
             cel: &'a [CelExpr],
+            #[serde(skip_serializing_if = "<[Check]>::is_empty")]
+            checks: &'a [Check],
         }
         let json = serde_json::to_vec(&Canonical {
             compiler: env!("CARGO_PKG_VERSION"),
@@ -131,6 +142,7 @@ impl RuleSet {
             fields: &self.fields,
             atoms: &self.atoms,
             cel: &self.cel,
+            checks: &self.checks,
         })
         .unwrap_or_default();
         let digest = Sha256::digest(&json);
@@ -151,6 +163,9 @@ pub struct AtomTable {
     pub cel: Vec<CelExpr>,
     field_ids: HashMap<FieldRef, u32>,
     atom_ids: HashMap<AtomSpec, u32>,
+    pub checks: Vec<Check>,
+    /// Keyed by the check's JSON (checks hold floats, so are not `Hash`).
+    check_ids: HashMap<String, u32>,
 }
 
 impl AtomTable {
@@ -175,6 +190,18 @@ impl AtomTable {
         let id = self.atoms.len() as u32;
         self.atoms.push(spec.clone());
         self.atom_ids.insert(spec, id);
+        id
+    }
+
+    /// Interns a check; equal checks share an index.
+    pub fn check(&mut self, check: Check) -> u32 {
+        let key = serde_json::to_string(&check).unwrap_or_default();
+        if let Some(id) = self.check_ids.get(&key) {
+            return *id;
+        }
+        let id = self.checks.len() as u32;
+        self.checks.push(check);
+        self.check_ids.insert(key, id);
         id
     }
 }

@@ -20,6 +20,7 @@ pub mod ir;
 pub mod literals;
 pub mod lower;
 pub mod plan;
+pub mod sigma;
 pub mod source;
 pub mod stats;
 mod yaml;

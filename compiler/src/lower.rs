@@ -7,6 +7,7 @@
 use crate::config::{default_stages, ConfigSources, EvaluatorSource};
 use crate::error::{CompileError, CompileErrors};
 use crate::ir::{AtomKind, AtomTable, IrEvaluator, IrRule, RuleSet};
+use crate::sigma::{self, mapping::SigmaContext};
 use crate::source::{CelRule, Common, MatchMode, PatternRule, PatternSpec, RegexRule};
 use crate::yaml;
 use parallax_runtime::{EngineKind, FieldRef, Predicate, StageSet};
@@ -19,6 +20,7 @@ const DEFAULT_FIELDS: [&str; 1] = ["text"];
 /// Lowers every evaluator of a loaded config.
 pub fn lower(sources: ConfigSources) -> Result<RuleSet, CompileErrors> {
     let mut errors = sources.errors;
+    let mut warnings = Vec::new();
     let mut evaluators: Vec<EvaluatorSource> = sources.evaluators;
     // Chain order: engine order (regex, pattern, …); inline evaluators before the tree's
     // within an engine; file order within those.
@@ -74,6 +76,10 @@ pub fn lower(sources: ConfigSources) -> Result<RuleSet, CompileErrors> {
             } else {
                 &mut table
             };
+            let ctx = RuleContext {
+                sigma: &sources.sigma,
+                warnings: &mut warnings,
+            };
             match lower_rule(
                 ev.engine,
                 base_stages,
@@ -81,6 +87,7 @@ pub fn lower(sources: ConfigSources) -> Result<RuleSet, CompileErrors> {
                 &ev.path,
                 value.clone(),
                 t,
+                ctx,
             ) {
                 Ok(rule) if !rule_disabled => out.rules.push(rule),
                 Ok(_) => {}
@@ -113,12 +120,20 @@ pub fn lower(sources: ConfigSources) -> Result<RuleSet, CompileErrors> {
         fields: table.fields,
         atoms: table.atoms,
         cel: table.cel,
+        checks: table.checks,
         inputs: sources.inputs,
+        warnings,
     })
 }
 
 fn rule_id(v: &serde_yaml::Value) -> Option<String> {
     v.get("id").and_then(|i| i.as_str()).map(str::to_string)
+}
+
+/// What lowering a rule may need beyond the rule itself.
+struct RuleContext<'a> {
+    sigma: &'a SigmaContext,
+    warnings: &'a mut Vec<String>,
 }
 
 fn lower_rule(
@@ -128,8 +143,16 @@ fn lower_rule(
     path: &Path,
     value: serde_yaml::Value,
     table: &mut AtomTable,
+    ctx: RuleContext<'_>,
 ) -> Result<IrRule, CompileError> {
-    let label = rule_id(&value).unwrap_or_else(|| "<no id>".to_string());
+    // Sigma's `id` is optional: name such a rule by its title.
+    let label = rule_id(&value)
+        .or_else(|| {
+            (engine == EngineKind::Sigma)
+                .then(|| value.get("title")?.as_str().map(str::to_string))
+                .flatten()
+        })
+        .unwrap_or_else(|| "<no id>".to_string());
     let err = |m: String| CompileError::rule(path, &label, m);
     if !value.is_mapping() {
         return Err(err("a rule must be a mapping of keys to values".into()));
@@ -149,6 +172,19 @@ fn lower_rule(
             let r: CelRule = yaml::from_value(value).map_err(err)?;
             let p = crate::cel::lower_cel(&r, table).map_err(err)?;
             (r.common(), p)
+        }
+        EngineKind::Sigma => {
+            let l = sigma::lower(value, ctx.sigma, table).map_err(err)?;
+            for w in l.warnings {
+                ctx.warnings
+                    .push(format!("{}: rule `{}`: {w}", path.display(), l.common.id));
+            }
+            let mut rule = finish(l.common, stages, category, l.predicate).map_err(err)?;
+            rule.author = l.author;
+            if rule.category.is_none() {
+                rule.category = l.tag_category.map(str::to_string);
+            }
+            return Ok(rule);
         }
     };
     finish(common, stages, category, predicate).map_err(err)
@@ -180,6 +216,7 @@ fn finish(
         false_positives: c.false_positives,
         predicate,
         tests: c.tests,
+        author: None,
     })
 }
 

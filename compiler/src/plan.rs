@@ -310,6 +310,7 @@ pub fn compile(rules: &RuleSet, limits: &Limits) -> Compiled {
                 reason: r.reason.clone(),
                 category: r.category.clone(),
                 predicate: r.predicate.clone(),
+                author: r.author.clone(),
             });
         }
     }
@@ -321,6 +322,7 @@ pub fn compile(rules: &RuleSet, limits: &Limits) -> Compiled {
         atoms,
         fields,
         cel: rules.cel.clone(),
+        checks: rules.checks.clone(),
     };
     let stats = Stats {
         fingerprint: program.fingerprint.clone(),

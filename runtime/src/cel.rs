@@ -94,7 +94,7 @@ const TOP_NAMES: [(&str, TopField); 7] = [
     ("model", TopField::Model),
 ];
 
-const CANONICAL_NAMES: [(&str, Canonical); 7] = [
+const CANONICAL_NAMES: [(&str, Canonical); 8] = [
     ("command", Canonical::Command),
     ("path", Canonical::Path),
     ("write_path", Canonical::WritePath),
@@ -102,6 +102,7 @@ const CANONICAL_NAMES: [(&str, Canonical); 7] = [
     ("content", Canonical::Content),
     ("query", Canonical::Query),
     ("text", Canonical::Text),
+    ("executable", Canonical::Executable),
 ];
 
 /// The value of a plain string field of the event.
@@ -658,6 +659,7 @@ mod tests {
                 atoms: &atoms,
                 event: &prepared,
                 cel: &rt,
+                checks: &[],
             };
             for (index, lit, cmp, src) in &cases {
                 let native = native::canonical_compare(

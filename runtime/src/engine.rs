@@ -245,6 +245,7 @@ impl Engine {
             atoms,
             event,
             cel: &self.cel,
+            checks: &self.program.checks,
         };
         match &self.predicates {
             Predicates::Compiled(p) => p[rule](&input),

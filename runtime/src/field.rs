@@ -29,6 +29,9 @@ pub enum Canonical {
     /// All the event's text: the message, every string in the arguments and
     /// every string in the result.
     Text,
+    /// The program each segment of `command` runs (its first word), so that
+    /// process-creation rules (Sigma's `Image`) can look at it alone.
+    Executable,
 }
 
 /// Plain string fields at the top of an event.
@@ -74,7 +77,7 @@ pub struct UnknownField {
     pub why: String,
 }
 
-const CANONICAL: [(&str, Canonical); 7] = [
+const CANONICAL: [(&str, Canonical); 8] = [
     ("command", Canonical::Command),
     ("path", Canonical::Path),
     ("write_path", Canonical::WritePath),
@@ -82,6 +85,7 @@ const CANONICAL: [(&str, Canonical); 7] = [
     ("content", Canonical::Content),
     ("query", Canonical::Query),
     ("text", Canonical::Text),
+    ("executable", Canonical::Executable),
 ];
 
 const TOP: [(&str, TopField); 7] = [
@@ -134,7 +138,7 @@ impl FieldRef {
             });
         }
         Err(err(
-            "expected a canonical field (command, path, write_path, url, content, query, text), \
+            "expected a canonical field (command, path, write_path, url, content, query, text, executable), \
              an event field (stage, session_id, channel, user_id, message_text, tool_name, model) \
              or a path under tool_args, tool_result or params",
         ))

@@ -10,6 +10,7 @@
 pub mod action;
 pub mod bitset;
 pub mod cel;
+pub mod check;
 pub mod engine;
 pub mod event;
 pub mod field;
@@ -26,6 +27,7 @@ pub mod validator;
 
 pub use action::{Action, Priority};
 pub use bitset::BitSet;
+pub use check::{Check, CheckOp, NumCmp, TextMode};
 pub use engine::{Backend, Engine, EngineError, Predicates, Scratch, Verdict};
 pub use event::{Event, EventError};
 pub use field::{Canonical, FieldRef, JsonRoot, TopField, UnknownField};

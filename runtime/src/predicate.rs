@@ -7,6 +7,7 @@
 
 use crate::bitset::BitSet;
 use crate::cel::CelRuntime;
+use crate::check::Check;
 use crate::prepared::PreparedEvent;
 use serde::{Deserialize, Serialize};
 
@@ -27,6 +28,8 @@ pub enum Predicate {
         atoms: Vec<u32>,
         positive: Vec<u32>,
     },
+    /// The check with this index (into `Program::checks`) holds.
+    Check(u32),
 }
 
 /// What a compiled predicate may look at: the atoms that hit, and the event
@@ -36,6 +39,8 @@ pub struct PredicateInput<'a> {
     pub event: &'a PreparedEvent,
     /// The program's CEL expressions.
     pub cel: &'a CelRuntime,
+    /// The program's checks, indexed by [`Predicate::Check`].
+    pub checks: &'a [Check],
 }
 
 impl PredicateInput<'_> {
@@ -70,13 +75,14 @@ impl Predicate {
             Predicate::And(ps) => ps.iter().all(|p| p.eval(input)),
             Predicate::Or(ps) => ps.iter().any(|p| p.eval(input)),
             Predicate::Cel { index, .. } => input.cel.eval(*index, input),
+            Predicate::Check(c) => input.checks[*c as usize].eval(input.event),
         }
     }
 
     /// Every atom the predicate mentions.
     pub fn atoms(&self, out: &mut Vec<u32>) {
         match self {
-            Predicate::Const(_) => {}
+            Predicate::Const(_) | Predicate::Check(_) => {}
             Predicate::Atom(a) => out.push(*a),
             Predicate::Not(p) => p.atoms(out),
             Predicate::And(ps) | Predicate::Or(ps) => ps.iter().for_each(|p| p.atoms(out)),
@@ -89,7 +95,7 @@ impl Predicate {
     pub fn positive_atoms(&self, out: &mut Vec<u32>) {
         fn go(p: &Predicate, negated: bool, out: &mut Vec<u32>) {
             match p {
-                Predicate::Const(_) => {}
+                Predicate::Const(_) | Predicate::Check(_) => {}
                 Predicate::Atom(a) => {
                     if !negated {
                         out.push(*a)

@@ -85,6 +85,7 @@ pub struct PreparedEvent {
     /// address and length of the original (owned by this struct, so stable),
     /// so scanning can look a variant up without allocating.
     variants: HashMap<(usize, usize), String>,
+    executable: Vec<String>,
 }
 
 impl PreparedEvent {
@@ -97,6 +98,7 @@ impl PreparedEvent {
             content: Vec::new(),
             query: Vec::new(),
             variants: HashMap::new(),
+            executable: Vec::new(),
             event,
         };
         p.derive();
@@ -131,6 +133,7 @@ impl PreparedEvent {
             &self.url,
             &self.content,
             &self.query,
+            &self.executable,
         ] {
             list.iter().for_each(|s| add(s));
         }
@@ -209,6 +212,9 @@ impl PreparedEvent {
             }
             _ => {}
         }
+        for cmd in &self.command {
+            push_executables(cmd, &mut self.executable);
+        }
     }
 
     fn add_patch(&mut self, patch: &str) {
@@ -249,6 +255,7 @@ impl PreparedEvent {
                 Canonical::Url => self.url.iter().for_each(|s| f(s)),
                 Canonical::Content => self.content.iter().for_each(|s| f(s)),
                 Canonical::Query => self.query.iter().for_each(|s| f(s)),
+                Canonical::Executable => self.executable.iter().for_each(|s| f(s)),
                 Canonical::Text => {
                     if let Some(m) = &e.message_text {
                         f(m);
@@ -313,6 +320,65 @@ fn command_text(v: &Value) -> Option<String> {
                 .join(" "),
         ),
         _ => None,
+    }
+}
+
+/// Commands that run the command after them: that one is started too, so
+/// it is an executable of the segment as well.
+const WRAPPERS: [&str; 9] = [
+    "sudo", "doas", "env", "nohup", "exec", "time", "nice", "command", "xargs",
+];
+/// Options of the wrappers above that take a separate argument.
+const WRAPPER_ARG_OPTIONS: [&str; 11] = [
+    "-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-n", "-S",
+];
+
+/// The program word of each segment of a shell command (split at `;`, `&`,
+/// `|` and newlines), after any leading `NAME=value` assignments, quotes
+/// removed; behind a wrapper (`sudo`, `env`, `nohup`, …) the wrapped
+/// program too, as both processes start. A bare name (no `/`) is given a
+/// leading `/`: Sigma's `Image` is an absolute path, rules test it with
+/// `endswith: '/curl'`, and an agent's `PATH` is unknown, so `/curl` is the
+/// most that can honestly be said.
+fn push_executables(command: &str, out: &mut Vec<String>) {
+    for segment in command.split([';', '&', '|', '\n']) {
+        let mut words = segment
+            .split_whitespace()
+            .map(|w| w.trim_matches(|c| c == '"' || c == '\''));
+        let mut wrapped = false;
+        while let Some(w) = words.next() {
+            if is_assignment(w) || (wrapped && w.starts_with('-')) {
+                if wrapped && WRAPPER_ARG_OPTIONS.contains(&w) {
+                    words.next();
+                }
+                continue;
+            }
+            if w.is_empty() || w.starts_with('(') {
+                break;
+            }
+            out.push(if w.contains('/') {
+                w.to_string()
+            } else {
+                format!("/{w}")
+            });
+            let name = w.rsplit('/').next().unwrap_or(w);
+            if !WRAPPERS.contains(&name) {
+                break;
+            }
+            wrapped = true;
+        }
+    }
+}
+
+/// `NAME=value` before a command sets its environment; it is not the program.
+fn is_assignment(word: &str) -> bool {
+    match word.split_once('=') {
+        Some((name, _)) => {
+            !name.is_empty()
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                && !name.starts_with(|c: char| c.is_ascii_digit())
+        }
+        None => false,
     }
 }
 
@@ -383,6 +449,22 @@ mod tests {
         for p in [claude, openclaw, codex] {
             assert_eq!(p.canonical(Canonical::Command), vec!["rm -rf /"]);
         }
+    }
+
+    #[test]
+    fn executables_of_each_segment() {
+        let p = prep(json!({"stage":"tool.before","tool_name":"Bash",
+            "tool_args":{"command":"LANG=C /usr/bin/curl -s x | base64 -d && 'rm' -f y; (cd z)"}}));
+        assert_eq!(
+            p.canonical(Canonical::Executable),
+            vec!["/usr/bin/curl", "/base64", "/rm"]
+        );
+        let p = prep(json!({"stage":"tool.before","tool_name":"Bash",
+            "tool_args":{"command":"sudo -u root -E nohup env A=1 python3 x.py"}}));
+        assert_eq!(
+            p.canonical(Canonical::Executable),
+            vec!["/sudo", "/nohup", "/env", "/python3"]
+        );
     }
 
     #[test]

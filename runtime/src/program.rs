@@ -8,6 +8,7 @@
 //! start-up (the crate has no serialization; building takes milliseconds).
 
 use crate::action::{Action, Priority};
+use crate::check::Check;
 use crate::field::FieldRef;
 use crate::predicate::Predicate;
 use crate::settings::Settings;
@@ -23,16 +24,23 @@ pub enum EngineKind {
     Regex,
     Pattern,
     Cel,
+    Sigma,
 }
 
 impl EngineKind {
-    pub const ALL: [EngineKind; 3] = [EngineKind::Regex, EngineKind::Pattern, EngineKind::Cel];
+    pub const ALL: [EngineKind; 4] = [
+        EngineKind::Regex,
+        EngineKind::Pattern,
+        EngineKind::Cel,
+        EngineKind::Sigma,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
             EngineKind::Regex => "regex",
             EngineKind::Pattern => "pattern",
             EngineKind::Cel => "cel",
+            EngineKind::Sigma => "sigma",
         }
     }
 }
@@ -60,6 +68,9 @@ pub struct Program {
     /// replaced by atoms.
     #[serde(default)]
     pub cel: Vec<CelExpr>,
+    /// Non-text conditions, indexed by [`Predicate::Check`].
+    #[serde(default)]
+    pub checks: Vec<Check>,
 }
 
 /// One CEL rule's expression as the runtime evaluates it.
@@ -102,6 +113,10 @@ pub struct RuleMeta {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub category: Option<String>,
     pub predicate: Predicate,
+    /// Who wrote the rule, when its source says (Sigma's `author`); reported
+    /// with every match, as the SigmaHQ rules' licence (DRL) requires.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub author: Option<String>,
 }
 
 /// One thing to look for in one field.

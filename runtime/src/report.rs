@@ -45,6 +45,10 @@ pub struct RuleResult {
     /// is a secret by definition).
     #[serde(rename = "match")]
     pub matched: Option<String>,
+    /// The rule's author, when it names one (Sigma rules; the DRL licence of
+    /// the SigmaHQ rules asks that matches carry it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub author: Option<String>,
 }
 
 impl Report {
@@ -71,6 +75,7 @@ impl Report {
                 priority: rule.priority,
                 reason: rule.reason.clone().unwrap_or_else(|| rule.title.clone()),
                 matched,
+                author: rule.author.clone(),
             });
         }
         let reasons = results

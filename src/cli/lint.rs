@@ -26,6 +26,9 @@ pub fn run(config: Option<PathBuf>) -> ExitCode {
     };
     let compiled = parallax_compiler::plan::compile(&rules, &parallax_compiler::Limits::default());
     println!("{}", path.display());
+    for w in &rules.warnings {
+        println!("warning: {w}");
+    }
     for ev in &rules.evaluators {
         println!(
             "  {:<28} {:<8} {:>4} rules  stages {}  ({})",
@@ -60,4 +63,53 @@ pub fn run(config: Option<PathBuf>) -> ExitCode {
         baked
     );
     ExitCode::SUCCESS
+}
+
+/// `parallax lint --sigma DIR`: one line per rule that fails, a summary of
+/// unmapped fields, and `N compiled, N failed`.
+pub fn run_sigma(config: Option<PathBuf>, dir: &std::path::Path) -> ExitCode {
+    if !dir.is_dir() {
+        return fail(format!("--sigma {}: not a directory", dir.display()));
+    }
+    let ctx = match loader::config_path(config.as_deref()) {
+        Ok(Some(p)) => match parallax_compiler::config::load(&p) {
+            Ok(sources) => sources.sigma,
+            Err(e) => {
+                eprintln!("{e}");
+                return fail(format!("cannot read the config {}", p.display()));
+            }
+        },
+        Ok(None) => parallax_compiler::sigma::mapping::SigmaContext::default(),
+        Err(e) => return fail(e),
+    };
+    let report = match parallax_compiler::sigma::lint::lint_dir(dir, &ctx) {
+        Ok(r) => r,
+        Err(e) => return fail(e),
+    };
+    for f in &report.failures {
+        println!("error: {f}");
+    }
+    let mut unmapped: Vec<(&String, &usize)> = report.unmapped.iter().collect();
+    unmapped.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    for (field, rules) in unmapped {
+        println!(
+            "warning: field `{field}` ({rules} rules) is not mapped to an event field; \
+             conditions on it never match (map it under sigma.field_mappings)"
+        );
+    }
+    for r in &report.always_true {
+        println!("warning: {r}: the condition holds for every event");
+    }
+    println!(
+        "{} compiled, {} failed ({} files, {:.0} ms)",
+        report.compiled,
+        report.failures.len(),
+        report.files,
+        report.elapsed_ms
+    );
+    if report.failures.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
 }

