@@ -9,7 +9,7 @@
 use crate::error::{CompileError, CompileErrors};
 use crate::yaml;
 use parallax_runtime::{
-    EngineKind, ProxySettings, ReportingSettings, ServerSettings, Settings, Stage,
+    EngineKind, ProxySettings, ReportingSettings, ServerSettings, Settings, Stage, StateSettings,
 };
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
@@ -23,6 +23,8 @@ struct ConfigFile {
     reporting: ReportingSettings,
     #[serde(default)]
     proxy: ProxySettings,
+    #[serde(default)]
+    state: StateSettings,
     #[serde(default)]
     evaluators: Vec<InlineEvaluator>,
     rules_dir: Option<String>,
@@ -104,6 +106,7 @@ pub fn default_stages(engine: EngineKind) -> Vec<Stage> {
     match engine {
         EngineKind::Regex => vec![Stage::ToolBefore, Stage::ToolAfter],
         EngineKind::Pattern => vec![Stage::ToolBefore],
+        EngineKind::Sql => vec![Stage::ToolBefore],
     }
 }
 
@@ -185,6 +188,7 @@ pub fn load(path: &Path) -> Result<ConfigSources, CompileErrors> {
             server: file.server,
             reporting: file.reporting,
             proxy: file.proxy,
+            state: file.state,
         },
         evaluators,
         disabled: file.disabled,

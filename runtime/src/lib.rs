@@ -30,9 +30,9 @@ pub use predicate::{CompiledPredicate, Predicate, PredicateInput};
 pub use prepared::PreparedEvent;
 pub use program::{
     Atom, AtomPath, EngineKind, EvaluatorMeta, FieldPlan, LiteralPlan, LiteralTarget, Program,
-    RuleMeta, ShardPlan, VerifierPlan,
+    RuleMeta, ShardPlan, SqlRuleSpec, VerifierPlan,
 };
 pub use report::{Report, RuleResult};
 pub use scan::ShardDfa;
-pub use settings::{ProxySettings, ReportingSettings, ServerSettings, Settings};
+pub use settings::{ProxySettings, ReportingSettings, ServerSettings, Settings, StateSettings};
 pub use stage::{Stage, StageSet};

@@ -21,15 +21,21 @@ use std::fmt;
 pub enum EngineKind {
     Regex,
     Pattern,
+    // Other engines (Sigma, CEL) go above this line: `Sql` stays LAST.
+    /// Temporal rules: SQL queries over the side-store of recent events
+    /// (crate parallax-store). Last in the chain because they cost the most;
+    /// their predicates are `Const(false)`, the store runs their queries.
+    Sql,
 }
 
 impl EngineKind {
-    pub const ALL: [EngineKind; 2] = [EngineKind::Regex, EngineKind::Pattern];
+    pub const ALL: [EngineKind; 3] = [EngineKind::Regex, EngineKind::Pattern, EngineKind::Sql];
 
     pub fn as_str(self) -> &'static str {
         match self {
             EngineKind::Regex => "regex",
             EngineKind::Pattern => "pattern",
+            EngineKind::Sql => "sql",
         }
     }
 }
@@ -52,6 +58,23 @@ pub struct Program {
     pub rules: Vec<RuleMeta>,
     pub atoms: Vec<Atom>,
     pub fields: Vec<FieldPlan>,
+    /// The SQL rules' queries (engine `Sql`), in rule order. They produce no
+    /// automata; both backends hand them to the side-store as they are.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sql: Vec<SqlRuleSpec>,
+}
+
+/// What the side-store needs to run one SQL rule. Checked at compile time
+/// against the real schema, so loading it can only fail on a corrupt program.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct SqlRuleSpec {
+    /// Index into `Program::rules` (its id, action, stages and reason
+    /// template live there).
+    pub rule: u32,
+    /// A single SELECT with named parameters (`:session_id`, `:now`, ...).
+    pub query: String,
+    /// A small CEL-style expression over the first row's columns.
+    pub condition: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
