@@ -61,6 +61,16 @@ pub struct IrRule {
     pub stages: StageSet,
     pub reason: Option<String>,
     pub predicate: Predicate,
+    /// SQL rules only: the query and condition the side-store runs (their
+    /// predicate is `Const(false)`: no automaton can see a time window).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sql: Option<IrSql>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct IrSql {
+    pub query: String,
+    pub condition: String,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -6,10 +6,10 @@
 
 use crate::config::{default_stages, ConfigSources, EvaluatorSource};
 use crate::error::{CompileError, CompileErrors};
-use crate::ir::{AtomKind, AtomTable, IrEvaluator, IrRule, RuleSet};
-use crate::source::{Common, MatchMode, PatternRule, PatternSpec, RegexRule};
+use crate::ir::{AtomKind, AtomTable, IrEvaluator, IrRule, IrSql, RuleSet};
+use crate::source::{Common, MatchMode, PatternRule, PatternSpec, RegexRule, SqlRule};
 use crate::yaml;
-use parallax_runtime::{EngineKind, FieldRef, Predicate, StageSet};
+use parallax_runtime::{Action, EngineKind, FieldRef, Predicate, StageSet};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
@@ -125,6 +125,7 @@ fn lower_rule(
     if !value.is_mapping() {
         return Err(err("a rule must be a mapping of keys to values".into()));
     }
+    let mut sql = None;
     let (common, predicate) = match engine {
         EngineKind::Regex => {
             let r: RegexRule = yaml::from_value(value).map_err(err)?;
@@ -136,8 +137,33 @@ fn lower_rule(
             let p = lower_pattern(&r, table).map_err(err)?;
             (r.common(), p)
         }
+        EngineKind::Sql => {
+            let r: SqlRule = yaml::from_value(value).map_err(err)?;
+            sql = Some(lower_sql(&r).map_err(err)?);
+            (r.common(), Predicate::Const(false))
+        }
     };
-    finish(common, stages, predicate).map_err(err)
+    let mut rule = finish(common, stages, predicate).map_err(err)?;
+    rule.sql = sql;
+    Ok(rule)
+}
+
+/// Checks a SQL rule against the real schema in an in-memory SQLite: the
+/// query prepares, uses only known parameters, and the condition and reason
+/// name only its result columns.
+fn lower_sql(r: &SqlRule) -> Result<IrSql, String> {
+    if !matches!(r.action, Action::Block | Action::Detect) {
+        return Err(format!(
+            "action `{}`: a SQL rule can `block` or `detect` (it judges a session, \
+             there is no matched text to redact)",
+            r.action
+        ));
+    }
+    parallax_store::check_rule(&r.query, &r.condition, r.reason.as_deref())?;
+    Ok(IrSql {
+        query: r.query.clone(),
+        condition: r.condition.clone(),
+    })
 }
 
 fn finish(c: Common, stages: StageSet, predicate: Predicate) -> Result<IrRule, String> {
@@ -158,6 +184,7 @@ fn finish(c: Common, stages: StageSet, predicate: Predicate) -> Result<IrRule, S
         stages,
         reason: c.reason,
         predicate,
+        sql: None,
     })
 }
 

@@ -116,3 +116,12 @@ rule_source! {
         pub fields: Option<Vec<String>>,
     }
 }
+
+rule_source! {
+    /// `rules/sql/*.yaml`: a query over the side-store's recent events and a
+    /// condition on its first row (temporal rules: rates, loops, chains).
+    pub struct SqlRule {
+        pub query: String,
+        pub condition: String,
+    }
+}

@@ -122,11 +122,37 @@ pub fn compile_rule(
     })
 }
 
-/// Checks one rule against a fresh in-memory store (for the compiler).
+/// Checks one rule against a fresh in-memory store (for the compiler):
+/// compiles it, then runs it once over a sample row with every column and
+/// parameter set, so errors SQLite only finds at run time (a bad REGEXP
+/// pattern, a malformed JSON path) are compile errors too.
 pub fn check_rule(query: &str, condition: &str, reason: Option<&str>) -> Result<(), String> {
     let conn = Connection::open_in_memory().map_err(|e| format!("cannot open SQLite: {e}"))?;
     schema::init(&conn)?;
-    compile_rule(&conn, query, condition, reason).map(|_| ())
+    let code = compile_rule(&conn, query, condition, reason)?;
+    conn.execute(
+        "INSERT INTO events (ts, client_ts, stage, session_id, user_id, channel, tool_name, \
+         command, path, url, tool_args, text_len, action, rule_ids) VALUES (1000, 1000, \
+         'tool.before', 's', 'u', 'c', 'Bash', 'ls -la', '/tmp/x', 'https://example.com/', \
+         '{\"command\":\"ls -la\"}', 6, 'block', '[\"r\"]')",
+        [],
+    )
+    .map_err(|e| format!("cannot write the sample row: {e}"))?;
+    let mut stmt = conn.prepare(query).map_err(|e| e.to_string())?;
+    for (i, p) in code.params.iter().enumerate() {
+        let v: rusqlite::types::Value = match p {
+            Param::Now => rusqlite::types::Value::Real(1001.0),
+            Param::Stage => rusqlite::types::Value::Text("tool.before".into()),
+            _ => rusqlite::types::Value::Text("sample".into()),
+        };
+        stmt.raw_bind_parameter(i + 1, v).map_err(|e| e.to_string())?;
+    }
+    let mut rows = stmt.raw_query();
+    while let Some(_row) = rows
+        .next()
+        .map_err(|e| format!("`query` fails when run on a sample row: {e}"))?
+    {}
+    Ok(())
 }
 
 #[cfg(test)]
@@ -150,6 +176,11 @@ mod tests {
             "n >= 3",
         )
         .unwrap();
+        check(
+            "SELECT count(*) AS cnt FROM events WHERE path REGEXP '^/tmp/' AND command REGEXP 'ls'",
+            "cnt == 1",
+        )
+        .unwrap();
     }
 
     #[test]
@@ -164,6 +195,7 @@ mod tests {
             ("SELEC 1", "syntax error"),
             ("SELECT 1 AS cnt, 2 AS cnt", "two columns named `cnt`"),
             ("", "must not be empty"),
+            ("SELECT count(*) AS cnt FROM events WHERE path REGEXP '(unclosed'", "invalid REGEXP pattern"),
         ];
         for (q, want) in cases {
             let e = check(q, "cnt > 1").expect_err(q);

@@ -55,8 +55,40 @@ pub const COLUMNS: [&str; 15] = [
     "rule_ids",
 ];
 
-/// Creates the schema (idempotent) and checks an existing one.
+/// `X REGEXP Y` in rule queries: SQLite parses the operator but ships no
+/// implementation. Patterns use regex-automata syntax (the same as regex
+/// rules); each distinct pattern is compiled once per statement and cached
+/// by SQLite (auxiliary data of a constant argument). NULL text gives NULL.
+fn register_regexp(conn: &Connection) -> rusqlite::Result<()> {
+    use regex_automata::meta::Regex;
+    use rusqlite::functions::FunctionFlags;
+    use rusqlite::types::ValueRef;
+    type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+    conn.create_scalar_function(
+        "regexp",
+        2,
+        FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC,
+        |ctx| {
+            let re: std::sync::Arc<Regex> = ctx.get_or_create_aux(0, |v| -> Result<_, BoxError> {
+                let pattern = v.as_str()?;
+                Regex::new(pattern)
+                    .map_err(|e| format!("invalid REGEXP pattern `{pattern}`: {e}").into())
+            })?;
+            Ok(match ctx.get_raw(1) {
+                ValueRef::Text(t) => Some(re.is_match(t)),
+                ValueRef::Null => None,
+                ValueRef::Integer(n) => Some(re.is_match(n.to_string().as_bytes())),
+                ValueRef::Real(n) => Some(re.is_match(n.to_string().as_bytes())),
+                ValueRef::Blob(b) => Some(re.is_match(b)),
+            })
+        },
+    )
+}
+
+/// Creates the schema (idempotent), checks an existing one, and registers
+/// the SQL functions rules may use.
 pub fn init(conn: &Connection) -> Result<(), String> {
+    register_regexp(conn).map_err(|e| format!("cannot register REGEXP: {e}"))?;
     let version: i64 = conn
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .map_err(|e| e.to_string())?;

@@ -60,6 +60,13 @@ impl Store {
         settings: &StateSettings,
         clock: Arc<dyn Clock>,
     ) -> Result<Store, StoreError> {
+        let mut store = Store::new(settings, clock)?;
+        store.load_rules(program)?;
+        Ok(store)
+    }
+
+    /// Opens a store with no rules: it records and prunes, nothing more.
+    pub fn new(settings: &StateSettings, clock: Arc<dyn Clock>) -> Result<Store, StoreError> {
         let conn = match &settings.path {
             None => Connection::open_in_memory()?,
             Some(p) => {
@@ -83,6 +90,18 @@ impl Store {
             }
         };
         schema::init(&conn).map_err(StoreError::Schema)?;
+        Ok(Store {
+            conn,
+            rules: Vec::new(),
+            clock,
+            retention: settings.retention_seconds as f64,
+            max_rows: i64::try_from(settings.max_rows).unwrap_or(i64::MAX),
+            since_retention: 0,
+        })
+    }
+
+    /// Prepares `program`'s SQL rules (replacing any loaded before).
+    pub fn load_rules(&mut self, program: &Program) -> Result<(), StoreError> {
         let mut rules = Vec::with_capacity(program.sql.len());
         for spec in &program.sql {
             let meta = program
@@ -92,11 +111,16 @@ impl Store {
                     id: format!("#{}", spec.rule),
                     message: "the program names a rule it does not have".into(),
                 })?;
-            let code = compile_rule(&conn, &spec.query, &spec.condition, meta.reason.as_deref())
-                .map_err(|message| StoreError::Rule {
-                    id: meta.id.clone(),
-                    message,
-                })?;
+            let code = compile_rule(
+                &self.conn,
+                &spec.query,
+                &spec.condition,
+                meta.reason.as_deref(),
+            )
+            .map_err(|message| StoreError::Rule {
+                id: meta.id.clone(),
+                message,
+            })?;
             rules.push(LoadedRule {
                 rule: spec.rule,
                 id: meta.id.clone(),
@@ -106,15 +130,10 @@ impl Store {
             });
         }
         // Every rule's statement stays prepared, plus the store's own.
-        conn.set_prepared_statement_cache_capacity(rules.len() + 8);
-        Ok(Store {
-            conn,
-            rules,
-            clock,
-            retention: settings.retention_seconds as f64,
-            max_rows: i64::try_from(settings.max_rows).unwrap_or(i64::MAX),
-            since_retention: 0,
-        })
+        self.conn
+            .set_prepared_statement_cache_capacity(rules.len() + 8);
+        self.rules = rules;
+        Ok(())
     }
 
     /// Records one event and runs the SQL rules for it.
