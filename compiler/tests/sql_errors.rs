@@ -61,7 +61,11 @@ fn column_typo_names_file_rule_and_column() {
     ));
     assert_mentions(
         &m,
-        &["rules/sql/bad.yaml", "rule `temporal-x`", "no such column: sesion_id"],
+        &[
+            "rules/sql/bad.yaml",
+            "rule `temporal-x`",
+            "no such column: sesion_id",
+        ],
     );
 }
 
@@ -72,18 +76,36 @@ fn unknown_parameter_is_an_error() {
         "cnt > 5",
         "",
     ));
-    assert_mentions(&m, &["rule `temporal-x`", "unknown parameter `:session`", ":session_id"]);
+    assert_mentions(
+        &m,
+        &[
+            "rule `temporal-x`",
+            "unknown parameter `:session`",
+            ":session_id",
+        ],
+    );
 }
 
 #[test]
 fn condition_on_a_column_the_query_does_not_return() {
     let m = errors_of(&rule("SELECT count(*) AS cnt FROM events", "count > 5", ""));
-    assert_mentions(&m, &["rule `temporal-x`", "unknown column `count`", "returns: cnt"]);
+    assert_mentions(
+        &m,
+        &[
+            "rule `temporal-x`",
+            "unknown column `count`",
+            "returns: cnt",
+        ],
+    );
 }
 
 #[test]
 fn broken_condition_syntax() {
-    let m = errors_of(&rule("SELECT count(*) AS cnt FROM events", "cnt > 5 &&", ""));
+    let m = errors_of(&rule(
+        "SELECT count(*) AS cnt FROM events",
+        "cnt > 5 &&",
+        "",
+    ));
     assert_mentions(&m, &["rule `temporal-x`", "unexpected end"]);
 }
 
@@ -94,7 +116,10 @@ fn reason_placeholder_must_be_a_column() {
         "cnt > 5",
         "  reason: '{calls} calls'\n",
     ));
-    assert_mentions(&m, &["rule `temporal-x`", "`{calls}` names no result column"]);
+    assert_mentions(
+        &m,
+        &["rule `temporal-x`", "`{calls}` names no result column"],
+    );
 }
 
 #[test]

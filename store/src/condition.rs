@@ -295,11 +295,15 @@ impl Parser<'_> {
         let (rhs, rty) = self.primary()?;
         let ordered = !matches!(op, CmpOp::Eq | CmpOp::Ne);
         let fixed = |t: Ty| !matches!(t, Ty::Dyn);
-        if ordered && matches!(lty, Ty::Bool | Ty::Null) || ordered && matches!(rty, Ty::Bool | Ty::Null)
-        {
-            let bad = if matches!(lty, Ty::Bool | Ty::Null) { lty } else { rty };
+        let unordered = |t: Ty| matches!(t, Ty::Bool | Ty::Null);
+        if ordered && (unordered(lty) || unordered(rty)) {
+            let bad = if unordered(lty) { lty } else { rty };
             return Err((
-                format!("`{}` orders numbers or strings, not {}", op.as_str(), bad.name()),
+                format!(
+                    "`{}` orders numbers or strings, not {}",
+                    op.as_str(),
+                    bad.name()
+                ),
                 at,
             ));
         }
@@ -314,7 +318,10 @@ impl Parser<'_> {
                 at,
             ));
         }
-        if matches!(self.peek(), Some(Tok::Op("==" | "!=" | "<" | "<=" | ">" | ">="))) {
+        if matches!(
+            self.peek(),
+            Some(Tok::Op("==" | "!=" | "<" | "<=" | ">" | ">="))
+        ) {
             return Err((
                 "comparisons do not chain; join them with `&&`".into(),
                 self.at(),
@@ -389,7 +396,10 @@ impl Expr {
         let (expr, ty) = p.or().map_err(err)?;
         if p.pos < p.toks.len() {
             let (tok, at) = &p.toks[p.pos];
-            return Err(err((format!("unexpected `{tok}` after the expression"), *at)));
+            return Err(err((
+                format!("unexpected `{tok}` after the expression"),
+                *at,
+            )));
         }
         if !matches!(ty, Ty::Bool | Ty::Dyn) {
             return Err(err((
@@ -472,7 +482,8 @@ fn compare(op: CmpOp, a: &Val<'_>, b: &Val<'_>) -> bool {
     };
     // Booleans and nulls only support (in)equality; the checker rejects
     // ordering them, and this keeps run time consistent with it.
-    let orderable = !matches!(a, Val::Bool(_) | Val::Null) && !matches!(b, Val::Bool(_) | Val::Null);
+    let orderable =
+        !matches!(a, Val::Bool(_) | Val::Null) && !matches!(b, Val::Bool(_) | Val::Null);
     match (op, ord) {
         (CmpOp::Eq, o) => o == Some(Ordering::Equal),
         (CmpOp::Ne, o) => o != Some(Ordering::Equal),

@@ -18,7 +18,7 @@ pub mod template;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use request::{apply_hits, EventRow, SqlHit, StoreRequest};
-pub use rule::{check_rule, compile_rule, Param, SqlRuleCode};
+pub use rule::{check_rule, compile_rule, query_plan, Param, SqlRuleCode};
 pub use service::StoreHandle;
 pub use store::{Store, StoreError};
 

@@ -24,16 +24,61 @@ pub struct EventRow {
     pub text_len: i64,
 }
 
+/// Longest `command`, `path` or `url` value stored, in bytes. Single-event
+/// rules see the whole text; the window only needs enough to recognise a
+/// call, and a bounded row is what keeps `max_rows` a memory bound.
+pub const MAX_FIELD_BYTES: usize = 1024;
+/// Longest `tool_args` JSON stored; larger arguments are replaced by
+/// `{"truncated": true, "bytes": N, "hash": "..."}` (valid JSON, and equal
+/// only for equal arguments, so loop rules still compare calls).
+pub const MAX_ARGS_BYTES: usize = 4096;
+
+/// `s` cut to at most `max` bytes, at a character boundary.
+fn clip(mut s: String, max: usize) -> String {
+    if s.len() > max {
+        let mut end = max;
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        s.truncate(end);
+    }
+    s
+}
+
 fn joined(event: &PreparedEvent, c: Canonical) -> Option<String> {
     let mut out: Option<String> = None;
     event.for_each_value(&FieldRef::Canonical(c), &mut |v| match &mut out {
+        // Past the limit already: the rest would be clipped away.
+        Some(s) if s.len() >= MAX_FIELD_BYTES => {}
         Some(s) => {
             s.push('\n');
             s.push_str(v);
         }
         None => out = Some(v.to_string()),
     });
-    out
+    out.map(|s| clip(s, MAX_FIELD_BYTES))
+}
+
+fn args_json(args: &serde_json::Value) -> Option<String> {
+    use std::hash::{Hash, Hasher};
+    if args.is_null() {
+        return None;
+    }
+    let text = args.to_string();
+    if text.len() <= MAX_ARGS_BYTES {
+        return Some(text);
+    }
+    // SipHash with fixed keys: stable for equal input within a build.
+    let mut h = std::hash::DefaultHasher::new();
+    text.hash(&mut h);
+    Some(
+        serde_json::json!({
+            "truncated": true,
+            "bytes": text.len(),
+            "hash": format!("{:016x}", h.finish()),
+        })
+        .to_string(),
+    )
 }
 
 impl EventRow {
@@ -53,7 +98,7 @@ impl EventRow {
             command: joined(event, Canonical::Command),
             path: joined(event, Canonical::Path),
             url: joined(event, Canonical::Url),
-            tool_args: (!e.tool_args.is_null()).then(|| e.tool_args.to_string()),
+            tool_args: args_json(&e.tool_args),
             text_len,
         }
     }
@@ -130,4 +175,41 @@ pub fn apply_hits(report: &mut Report, program: &Program, hits: &[SqlHit]) {
         report.action = report.action.max(rule.action);
     }
     report.blocked = report.action == Action::Block;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use parallax_runtime::Event;
+    use serde_json::json;
+
+    fn row(v: serde_json::Value) -> EventRow {
+        EventRow::new(&PreparedEvent::new(Event::from_value(v).unwrap()))
+    }
+
+    #[test]
+    fn rows_are_bounded_and_cut_at_character_boundaries() {
+        let long = "é".repeat(5000);
+        let r = row(json!({"stage": "tool.before", "tool_name": "Bash",
+                           "tool_args": {"command": long.clone(), "file_path": ["/a", "/b"]}}));
+        let cmd = r.command.unwrap();
+        assert!(cmd.len() <= MAX_FIELD_BYTES && cmd.len() >= MAX_FIELD_BYTES - 1);
+        assert!(cmd.chars().all(|c| c == 'é'));
+        assert_eq!(r.path.as_deref(), Some("/a\n/b"));
+        let args: serde_json::Value =
+            serde_json::from_str(r.tool_args.as_deref().unwrap()).unwrap();
+        assert_eq!(args["truncated"], true);
+        // Equal arguments give equal markers, different ones different.
+        let again = row(json!({"stage": "tool.before", "tool_name": "Bash",
+                               "tool_args": {"command": long, "file_path": ["/a", "/b"]}}));
+        assert_eq!(again.tool_args, r.tool_args);
+        let other = row(json!({"stage": "tool.before", "tool_name": "Bash",
+                               "tool_args": {"command": "x".repeat(9000)}}));
+        assert_ne!(other.tool_args, r.tool_args);
+        assert_eq!(r.text_len, (long_len() + 4) as i64);
+    }
+
+    fn long_len() -> usize {
+        "é".repeat(5000).len()
+    }
 }

@@ -77,7 +77,9 @@ pub fn compile_rule(
             "`query` must be a single SELECT statement (found more than one)".to_string()
         }
         rusqlite::Error::SqlInputError { msg, offset, .. } => {
-            format!("`query` does not compile against the events schema: {msg} (at offset {offset})")
+            format!(
+                "`query` does not compile against the events schema: {msg} (at offset {offset})"
+            )
         }
         e => format!("`query` does not compile against the events schema: {e}"),
     })?;
@@ -122,6 +124,23 @@ pub fn compile_rule(
     })
 }
 
+/// SQLite's plan for `query` (`EXPLAIN QUERY PLAN`), one line per step:
+/// how a rule author (and a test) sees that a query seeks an index rather
+/// than scanning the whole window.
+pub fn query_plan(query: &str) -> Result<Vec<String>, String> {
+    let conn = Connection::open_in_memory().map_err(|e| format!("cannot open SQLite: {e}"))?;
+    schema::init(&conn)?;
+    let mut stmt = conn
+        .prepare(&format!("EXPLAIN QUERY PLAN {query}"))
+        .map_err(|e| e.to_string())?;
+    let mut rows = stmt.raw_query();
+    let mut out = Vec::new();
+    while let Some(row) = rows.next().map_err(|e| e.to_string())? {
+        out.push(row.get::<_, String>(3).map_err(|e| e.to_string())?);
+    }
+    Ok(out)
+}
+
 /// Checks one rule against a fresh in-memory store (for the compiler):
 /// compiles it, then runs it once over a sample row with every column and
 /// parameter set, so errors SQLite only finds at run time (a bad REGEXP
@@ -145,7 +164,8 @@ pub fn check_rule(query: &str, condition: &str, reason: Option<&str>) -> Result<
             Param::Stage => rusqlite::types::Value::Text("tool.before".into()),
             _ => rusqlite::types::Value::Text("sample".into()),
         };
-        stmt.raw_bind_parameter(i + 1, v).map_err(|e| e.to_string())?;
+        stmt.raw_bind_parameter(i + 1, v)
+            .map_err(|e| e.to_string())?;
     }
     let mut rows = stmt.raw_query();
     while let Some(_row) = rows
@@ -186,16 +206,28 @@ mod tests {
     #[test]
     fn rejects_broken_queries_with_the_reason() {
         let cases = [
-            ("SELECT count(*) AS cnt FROM events WHERE sesion_id = :session_id", "no such column: sesion_id"),
+            (
+                "SELECT count(*) AS cnt FROM events WHERE sesion_id = :session_id",
+                "no such column: sesion_id",
+            ),
             ("SELECT count(*) AS cnt FROM event", "no such table: event"),
-            ("SELECT count(*) AS cnt FROM events WHERE session_id = :session", "unknown parameter `:session`"),
-            ("SELECT count(*) AS cnt FROM events WHERE session_id = ?", "positional parameter"),
+            (
+                "SELECT count(*) AS cnt FROM events WHERE session_id = :session",
+                "unknown parameter `:session`",
+            ),
+            (
+                "SELECT count(*) AS cnt FROM events WHERE session_id = ?",
+                "positional parameter",
+            ),
             ("DELETE FROM events", "read-only"),
             ("SELECT 1 AS cnt; SELECT 2", "single SELECT"),
             ("SELEC 1", "syntax error"),
             ("SELECT 1 AS cnt, 2 AS cnt", "two columns named `cnt`"),
             ("", "must not be empty"),
-            ("SELECT count(*) AS cnt FROM events WHERE path REGEXP '(unclosed'", "invalid REGEXP pattern"),
+            (
+                "SELECT count(*) AS cnt FROM events WHERE path REGEXP '(unclosed'",
+                "invalid REGEXP pattern",
+            ),
         ];
         for (q, want) in cases {
             let e = check(q, "cnt > 1").expect_err(q);

@@ -55,25 +55,45 @@ pub const COLUMNS: [&str; 15] = [
     "rule_ids",
 ];
 
+/// Compiled REGEXP patterns kept per connection; past this many distinct
+/// patterns (only a query that takes its pattern from a column gets there)
+/// the cache starts over.
+const REGEXP_CACHE: usize = 256;
+
 /// `X REGEXP Y` in rule queries: SQLite parses the operator but ships no
 /// implementation. Patterns use regex-automata syntax (the same as regex
-/// rules); each distinct pattern is compiled once per statement and cached
-/// by SQLite (auxiliary data of a constant argument). NULL text gives NULL.
+/// rules). SQLite drops a function's auxiliary data whenever a statement is
+/// reset, i.e. after every event, so compiled patterns are cached here
+/// instead: compiling the shipped patterns costs far more than running the
+/// queries. NULL text gives NULL.
 fn register_regexp(conn: &Connection) -> rusqlite::Result<()> {
     use regex_automata::meta::Regex;
     use rusqlite::functions::FunctionFlags;
     use rusqlite::types::ValueRef;
-    type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+    use std::collections::HashMap;
+    let mut cache: HashMap<String, Regex> = HashMap::new();
     conn.create_scalar_function(
         "regexp",
         2,
         FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC,
-        |ctx| {
-            let re: std::sync::Arc<Regex> = ctx.get_or_create_aux(0, |v| -> Result<_, BoxError> {
-                let pattern = v.as_str()?;
-                Regex::new(pattern)
-                    .map_err(|e| format!("invalid REGEXP pattern `{pattern}`: {e}").into())
+        move |ctx| {
+            let pattern = ctx.get_raw(0).as_str().map_err(|e| {
+                rusqlite::Error::UserFunctionError(format!("REGEXP pattern: {e}").into())
             })?;
+            if !cache.contains_key(pattern) {
+                let re = Regex::new(pattern).map_err(|e| {
+                    rusqlite::Error::UserFunctionError(
+                        format!("invalid REGEXP pattern `{pattern}`: {e}").into(),
+                    )
+                })?;
+                if cache.len() >= REGEXP_CACHE {
+                    cache.clear();
+                }
+                cache.insert(pattern.to_string(), re);
+            }
+            let Some(re) = cache.get(pattern) else {
+                return Ok(None);
+            };
             Ok(match ctx.get_raw(1) {
                 ValueRef::Text(t) => Some(re.is_match(t)),
                 ValueRef::Null => None,

@@ -64,7 +64,10 @@ fn a_million_events_stay_at_the_row_cap_in_flat_memory() {
         .connection()
         .query_row("SELECT min(ts) FROM events", [], |r| r.get(0))
         .unwrap();
-    assert!((oldest - (1_000_000.0 + 900_000.0 * 0.001)).abs() < 1e-6, "oldest ts {oldest}");
+    assert!(
+        (oldest - (1_000_000.0 + 900_000.0 * 0.001)).abs() < 1e-6,
+        "oldest ts {oldest}"
+    );
 }
 
 #[test]
@@ -106,13 +109,22 @@ fn a_state_file_keeps_the_window_across_a_restart() {
         let mut store = Store::new(&s, clock.clone()).expect("open the file");
         for i in 0..7 {
             store
-                .record(&row("restart", i), 5000.0 + i as f64, Action::Block, &["r1".into()])
+                .record(
+                    &row("restart", i),
+                    5000.0 + i as f64,
+                    Action::Block,
+                    &["r1".into()],
+                )
                 .unwrap();
         }
     }
     let journal: String = {
         let store = Store::new(&s, clock.clone()).expect("reopen the file");
-        assert_eq!(store.row_count().unwrap(), 7, "the window survived the restart");
+        assert_eq!(
+            store.row_count().unwrap(),
+            7,
+            "the window survived the restart"
+        );
         let (n, ids): (i64, String) = store
             .connection()
             .query_row(
@@ -139,8 +151,10 @@ fn a_state_file_of_another_schema_is_refused() {
     let _ = std::fs::remove_file(&path);
     {
         let c = rusqlite::Connection::open(&path).unwrap();
-        c.execute_batch("CREATE TABLE events (id INTEGER PRIMARY KEY, ts REAL); PRAGMA user_version = 0;")
-            .unwrap();
+        c.execute_batch(
+            "CREATE TABLE events (id INTEGER PRIMARY KEY, ts REAL); PRAGMA user_version = 0;",
+        )
+        .unwrap();
     }
     let s = settings(10, 60, Some(path.display().to_string()));
     let err = Store::new(&s, Arc::new(ManualClock::new(0.0)))
