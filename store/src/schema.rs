@@ -71,28 +71,40 @@ fn register_regexp(conn: &Connection) -> rusqlite::Result<()> {
     use rusqlite::functions::FunctionFlags;
     use rusqlite::types::ValueRef;
     use std::collections::HashMap;
-    let mut cache: HashMap<String, Regex> = HashMap::new();
+    use std::sync::Arc;
+    let mut cache: HashMap<String, Arc<Regex>> = HashMap::new();
     conn.create_scalar_function(
         "regexp",
         2,
         FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC,
         move |ctx| {
-            let pattern = ctx.get_raw(0).as_str().map_err(|e| {
-                rusqlite::Error::UserFunctionError(format!("REGEXP pattern: {e}").into())
-            })?;
-            if !cache.contains_key(pattern) {
-                let re = Regex::new(pattern).map_err(|e| {
-                    rusqlite::Error::UserFunctionError(
-                        format!("invalid REGEXP pattern `{pattern}`: {e}").into(),
-                    )
-                })?;
-                if cache.len() >= REGEXP_CACHE {
-                    cache.clear();
+            // Within one execution SQLite keeps the compiled pattern as
+            // auxiliary data (no lookup per row); across executions the
+            // cache has it (no compile per event).
+            let re: Arc<Regex> = match ctx.get_aux::<Arc<Regex>>(0)? {
+                Some(re) => re.as_ref().clone(),
+                None => {
+                    let pattern = ctx.get_raw(0).as_str().map_err(|e| {
+                        rusqlite::Error::UserFunctionError(format!("REGEXP pattern: {e}").into())
+                    })?;
+                    let re = match cache.get(pattern) {
+                        Some(re) => re.clone(),
+                        None => {
+                            let re = Arc::new(Regex::new(pattern).map_err(|e| {
+                                rusqlite::Error::UserFunctionError(
+                                    format!("invalid REGEXP pattern `{pattern}`: {e}").into(),
+                                )
+                            })?);
+                            if cache.len() >= REGEXP_CACHE {
+                                cache.clear();
+                            }
+                            cache.insert(pattern.to_string(), re.clone());
+                            re
+                        }
+                    };
+                    ctx.set_aux(0, re.clone())?;
+                    re
                 }
-                cache.insert(pattern.to_string(), re);
-            }
-            let Some(re) = cache.get(pattern) else {
-                return Ok(None);
             };
             Ok(match ctx.get_raw(1) {
                 ValueRef::Text(t) => Some(re.is_match(t)),
