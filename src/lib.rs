@@ -7,4 +7,5 @@ pub mod cli;
 pub mod docs;
 pub mod loader;
 pub mod ruletest;
+pub mod sequence_case;
 pub mod server;

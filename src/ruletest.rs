@@ -3,11 +3,12 @@
 //!
 //! A case is checked against its rule alone ([`Engine::rule_matches`]), so a
 //! rule earlier in the chain that blocks cannot hide a later rule's result;
-//! fixture files check whole verdicts instead.
+//! fixture files check whole verdicts instead. SQL rules judge a session,
+//! so their cases are event sequences ([`crate::sequence_case`]).
 
 use parallax_compiler::ir::{IrRule, RuleSet};
 use parallax_runtime::{
-    Canonical, Engine, Event, FieldRef, JsonRoot, PreparedEvent, Stage, TopField,
+    Canonical, Engine, EngineKind, Event, FieldRef, JsonRoot, PreparedEvent, Stage, TopField,
 };
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
@@ -214,6 +215,20 @@ pub fn run_rule_tests(rules: &RuleSet, engine: &Engine) -> Outcome {
                     case: label.clone(),
                     why,
                 };
+                if ev.engine == EngineKind::Sql {
+                    let stage = rule.stages.iter().next().unwrap_or(Stage::ToolBefore);
+                    match crate::sequence_case::run(engine, ri, stage, case) {
+                        Ok(got) if got == expect => out.passed += 1,
+                        Ok(true) => out.failures.push(fail(
+                            "expected no match on the last event; the rule fired".into(),
+                        )),
+                        Ok(false) => out.failures.push(fail(
+                            "expected the rule to fire on the last event; it did not".into(),
+                        )),
+                        Err(why) => out.failures.push(fail(why)),
+                    }
+                    continue;
+                }
                 let event = match case_event(rule, rules, case)
                     .and_then(|v| Event::from_value(v).map_err(|e| e.to_string()))
                 {

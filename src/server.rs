@@ -1,8 +1,9 @@
 //! The HTTP API: `POST /evaluate` and `GET /health` (hyper 1, HTTP/1.1).
 //!
 //! Every failure is a JSON `{"error": {"code", "message"}}` with the status
-//! that says whose fault it is; no input reaches a panic. Evaluation runs
-//! inline on the connection's task: it takes microseconds and never blocks.
+//! that says whose fault it is; no input reaches a panic. The compiled
+//! evaluators run inline on the connection's task (microseconds, never
+//! blocking); SQL rules run on the side-store's own thread, awaited.
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
@@ -13,6 +14,9 @@ use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use parallax_runtime::{Engine, Event, EventError, PreparedEvent, Report, Scratch, Settings};
+use parallax_store::{
+    apply_hits, Clock, SqlHit, StoreError, StoreHandle, StoreRequest, SystemClock,
+};
 use serde_json::json;
 use std::convert::Infallible;
 use std::future::Future;
@@ -26,15 +30,47 @@ pub struct AppState {
     pub settings: Settings,
     /// Scratch memory for evaluations, reused so requests do not allocate it.
     scratch: Mutex<Vec<Scratch>>,
+    /// The SQL rules' side-store, on its own thread; `None` when the program
+    /// has no SQL rules.
+    store: Option<StoreHandle>,
+    /// Replay mode (`parallax eval`): each event's own `timestamp` is the
+    /// store's clock.
+    event_clock: bool,
 }
 
 impl AppState {
-    pub fn new(engine: Engine, settings: Settings) -> AppState {
-        AppState {
+    /// The state for `engine`, with the side-store its SQL rules need on
+    /// the server clock. Fails only when the store cannot be opened (an
+    /// unreadable `state.path`).
+    pub fn new(engine: Engine, settings: Settings) -> Result<AppState, StoreError> {
+        AppState::with_clock(engine, settings, Arc::new(SystemClock))
+    }
+
+    /// [`AppState::new`] with the store on `clock` (tests inject one).
+    pub fn with_clock(
+        engine: Engine,
+        settings: Settings,
+        clock: Arc<dyn Clock>,
+    ) -> Result<AppState, StoreError> {
+        let store = parallax_store::open_for(engine.program(), &settings.state, clock)?;
+        Ok(AppState {
             engine,
             settings,
             scratch: Mutex::new(Vec::new()),
-        }
+            store,
+            event_clock: false,
+        })
+    }
+
+    /// Replay mode: use each event's `timestamp` (arrival time when it has
+    /// none) as the store's clock, so a recorded session replays faithfully.
+    pub fn replaying(mut self) -> AppState {
+        self.event_clock = true;
+        self
+    }
+
+    pub fn store(&self) -> Option<&StoreHandle> {
+        self.store.as_ref()
     }
 
     fn take_scratch(&self) -> Scratch {
@@ -48,14 +84,61 @@ impl AppState {
         }
     }
 
-    /// Evaluates one parsed event into the response body.
-    pub fn evaluate(&self, event: Event, started: Instant) -> Report {
+    /// Runs the compiled evaluators; returns their report and, when there
+    /// is a side-store, what to send it.
+    fn evaluate_compiled(&self, event: Event, started: Instant) -> (Report, Option<StoreRequest>) {
         let prepared = PreparedEvent::new(event);
         let mut scratch = self.take_scratch();
         let verdict = self.engine.evaluate(&prepared, &mut scratch);
         let report = Report::build(&self.engine, &prepared, &verdict, started.elapsed());
+        let request = self.store.as_ref().map(|_| {
+            let now = self.event_clock.then(|| {
+                prepared
+                    .event
+                    .timestamp
+                    .unwrap_or_else(|| SystemClock.now())
+            });
+            StoreRequest::new(&prepared, &verdict, self.engine.program(), now)
+        });
         self.put_scratch(scratch);
+        (report, request)
+    }
+
+    /// Adds the SQL rules' verdict. A store failure is logged and leaves the
+    /// compiled evaluators' verdict standing.
+    fn finish(
+        &self,
+        mut report: Report,
+        hits: Result<Vec<SqlHit>, StoreError>,
+        started: Instant,
+    ) -> Report {
+        match hits {
+            Ok(hits) => apply_hits(&mut report, self.engine.program(), &hits),
+            Err(e) => tracing::error!(error = %e, "side-store failed; SQL rules skipped"),
+        }
+        report.elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
         report
+    }
+
+    /// Evaluates one parsed event into the response body, waiting on the
+    /// side-store synchronously: for `parallax eval`, never inside an async
+    /// runtime (the server uses [`AppState::evaluate_async`]).
+    pub fn evaluate(&self, event: Event, started: Instant) -> Report {
+        let (report, request) = self.evaluate_compiled(event, started);
+        match (&self.store, request) {
+            (Some(store), Some(req)) => self.finish(report, store.process_blocking(req), started),
+            _ => report,
+        }
+    }
+
+    /// [`AppState::evaluate`] for the server: the side-store runs on its
+    /// own thread and this awaits its reply, never blocking a worker.
+    pub async fn evaluate_async(&self, event: Event, started: Instant) -> Report {
+        let (report, request) = self.evaluate_compiled(event, started);
+        match (&self.store, request) {
+            (Some(store), Some(req)) => self.finish(report, store.process(req).await, started),
+            _ => report,
+        }
     }
 }
 
@@ -212,7 +295,7 @@ async fn evaluate(req: Request<Incoming>, state: &AppState) -> Response<Body> {
             return error(StatusCode::BAD_REQUEST, code, e.to_string());
         }
     };
-    let report = state.evaluate(event, started);
+    let report = state.evaluate_async(event, started).await;
     match serde_json::to_vec(&report) {
         Ok(body) => json_response(StatusCode::OK, body),
         Err(e) => error(

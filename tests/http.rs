@@ -46,7 +46,7 @@ impl TestServer {
             .unwrap_or_else(|e| panic!("cannot load {CONFIG}: {e}"));
         let mut settings = loaded.settings;
         tweak(&mut settings);
-        let state = Arc::new(AppState::new(loaded.engine, settings));
+        let state = Arc::new(AppState::new(loaded.engine, settings).expect("open the side-store"));
 
         let std_listener =
             std::net::TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral loopback port");

@@ -10,7 +10,7 @@ use crate::error::{CompileError, CompileErrors};
 use crate::sigma::mapping::{SigmaConfig, SigmaContext};
 use crate::yaml;
 use parallax_runtime::{
-    EngineKind, ProxySettings, ReportingSettings, ServerSettings, Settings, Stage,
+    EngineKind, ProxySettings, ReportingSettings, ServerSettings, Settings, Stage, StateSettings,
 };
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
@@ -24,6 +24,8 @@ struct ConfigFile {
     reporting: ReportingSettings,
     #[serde(default)]
     proxy: ProxySettings,
+    #[serde(default)]
+    state: StateSettings,
     #[serde(default)]
     evaluators: Vec<InlineEvaluator>,
     rules_dir: Option<String>,
@@ -120,6 +122,7 @@ pub fn default_stages(engine: EngineKind) -> Vec<Stage> {
         // events: what a tool call is about to do. `logsource: {product:
         // agent, category: <stage>}` picks another stage per rule.
         EngineKind::Sigma => vec![Stage::ToolBefore],
+        EngineKind::Sql => vec![Stage::ToolBefore],
     }
 }
 
@@ -218,6 +221,7 @@ pub fn load(path: &Path) -> Result<ConfigSources, CompileErrors> {
             server: file.server,
             reporting: file.reporting,
             proxy: file.proxy,
+            state: file.state,
         },
         evaluators,
         disabled: file.disabled,

@@ -85,6 +85,16 @@ pub struct IrRule {
     /// Reported with matches (Sigma's `author`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub author: Option<String>,
+    /// SQL rules only: the query and condition the side-store runs (their
+    /// predicate is `Const(false)`: no automaton can see a time window).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sql: Option<IrSql>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct IrSql {
+    pub query: String,
+    pub condition: String,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -6,11 +6,11 @@
 
 use crate::config::{default_stages, ConfigSources, EvaluatorSource};
 use crate::error::{CompileError, CompileErrors};
-use crate::ir::{AtomKind, AtomTable, IrEvaluator, IrRule, RuleSet};
+use crate::ir::{AtomKind, AtomTable, IrEvaluator, IrRule, IrSql, RuleSet};
 use crate::sigma::{self, mapping::SigmaContext};
-use crate::source::{CelRule, Common, MatchMode, PatternRule, PatternSpec, RegexRule};
+use crate::source::{CelRule, Common, MatchMode, PatternRule, PatternSpec, RegexRule, SqlRule};
 use crate::yaml;
-use parallax_runtime::{EngineKind, FieldRef, Predicate, StageSet};
+use parallax_runtime::{Action, EngineKind, FieldRef, Predicate, StageSet};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
@@ -157,6 +157,7 @@ fn lower_rule(
     if !value.is_mapping() {
         return Err(err("a rule must be a mapping of keys to values".into()));
     }
+    let mut sql = None;
     let (common, predicate) = match engine {
         EngineKind::Regex => {
             let r: RegexRule = yaml::from_value(value).map_err(err)?;
@@ -186,8 +187,33 @@ fn lower_rule(
             }
             return Ok(rule);
         }
+        EngineKind::Sql => {
+            let r: SqlRule = yaml::from_value(value).map_err(err)?;
+            sql = Some(lower_sql(&r).map_err(err)?);
+            (r.common(), Predicate::Const(false))
+        }
     };
-    finish(common, stages, category, predicate).map_err(err)
+    let mut rule = finish(common, stages, category, predicate).map_err(err)?;
+    rule.sql = sql;
+    Ok(rule)
+}
+
+/// Checks a SQL rule against the real schema in an in-memory SQLite: the
+/// query prepares, uses only known parameters, and the condition and reason
+/// name only its result columns.
+fn lower_sql(r: &SqlRule) -> Result<IrSql, String> {
+    if !matches!(r.action, Action::Block | Action::Detect) {
+        return Err(format!(
+            "action `{}`: a SQL rule can `block` or `detect` (it judges a session, \
+             there is no matched text to redact)",
+            r.action
+        ));
+    }
+    parallax_store::check_rule(&r.query, &r.condition, r.reason.as_deref())?;
+    Ok(IrSql {
+        query: r.query.clone(),
+        condition: r.condition.clone(),
+    })
 }
 
 fn finish(
@@ -217,6 +243,7 @@ fn finish(
         predicate,
         tests: c.tests,
         author: None,
+        sql: None,
     })
 }
 

@@ -18,7 +18,7 @@ use crate::literals::required_literals;
 use crate::stats::{AtomStat, FieldStat, RuleStat, Stats};
 use parallax_runtime::{
     Atom, AtomPath, EvaluatorMeta, FieldPlan, LiteralPlan, LiteralTarget, Program, RuleMeta,
-    ShardPlan, VerifierPlan,
+    ShardPlan, SqlRuleSpec, VerifierPlan,
 };
 use regex_automata::dfa::{dense, StartKind};
 use regex_automata::MatchKind;
@@ -271,6 +271,7 @@ pub fn compile(rules: &RuleSet, limits: &Limits) -> Compiled {
     let mut evaluators = Vec::new();
     let mut metas = Vec::new();
     let mut rule_stats = Vec::new();
+    let mut sql = Vec::new();
     for (ei, ev) in rules.evaluators.iter().enumerate() {
         evaluators.push(EvaluatorMeta {
             name: ev.name.clone(),
@@ -299,6 +300,13 @@ pub fn compile(rules: &RuleSet, limits: &Limits) -> Compiled {
                     })
                     .collect(),
             });
+            if let Some(q) = &r.sql {
+                sql.push(SqlRuleSpec {
+                    rule: metas.len() as u32,
+                    query: q.query.clone(),
+                    condition: q.condition.clone(),
+                });
+            }
             metas.push(RuleMeta {
                 id: r.id.clone(),
                 title: r.title.clone(),
@@ -323,6 +331,7 @@ pub fn compile(rules: &RuleSet, limits: &Limits) -> Compiled {
         fields,
         cel: rules.cel.clone(),
         checks: rules.checks.clone(),
+        sql,
     };
     let stats = Stats {
         fingerprint: program.fingerprint.clone(),

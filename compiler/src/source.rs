@@ -149,3 +149,12 @@ rule_source! {
         pub expr: String,
     }
 }
+
+rule_source! {
+    /// `rules/sql/*.yaml`: a query over the side-store's recent events and a
+    /// condition on its first row (temporal rules: rates, loops, chains).
+    pub struct SqlRule {
+        pub query: String,
+        pub condition: String,
+    }
+}

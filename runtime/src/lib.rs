@@ -35,10 +35,10 @@ pub use predicate::{CompiledPredicate, Predicate, PredicateInput};
 pub use prepared::PreparedEvent;
 pub use program::{
     Atom, AtomPath, CelExpr, EngineKind, EvaluatorMeta, FieldPlan, LiteralPlan, LiteralTarget,
-    Program, RuleMeta, ShardPlan, VerifierPlan,
+    Program, RuleMeta, ShardPlan, SqlRuleSpec, VerifierPlan,
 };
 pub use report::{Report, RuleResult};
 pub use scan::ShardDfa;
-pub use settings::{ProxySettings, ReportingSettings, ServerSettings, Settings};
+pub use settings::{ProxySettings, ReportingSettings, ServerSettings, Settings, StateSettings};
 pub use stage::{Stage, StageSet};
 pub use validator::Validator;

@@ -25,14 +25,20 @@ pub enum EngineKind {
     Pattern,
     Cel,
     Sigma,
+    // Other engines go above this line: `Sql` stays LAST.
+    /// Temporal rules: SQL queries over the side-store of recent events
+    /// (crate parallax-store). Last in the chain because they cost the most;
+    /// their predicates are `Const(false)`, the store runs their queries.
+    Sql,
 }
 
 impl EngineKind {
-    pub const ALL: [EngineKind; 4] = [
+    pub const ALL: [EngineKind; 5] = [
         EngineKind::Regex,
         EngineKind::Pattern,
         EngineKind::Cel,
         EngineKind::Sigma,
+        EngineKind::Sql,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -41,6 +47,7 @@ impl EngineKind {
             EngineKind::Pattern => "pattern",
             EngineKind::Cel => "cel",
             EngineKind::Sigma => "sigma",
+            EngineKind::Sql => "sql",
         }
     }
 }
@@ -71,6 +78,10 @@ pub struct Program {
     /// Non-text conditions, indexed by [`Predicate::Check`].
     #[serde(default)]
     pub checks: Vec<Check>,
+    /// The SQL rules' queries (engine `Sql`), in rule order. They produce no
+    /// automata; both backends hand them to the side-store as they are.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sql: Vec<SqlRuleSpec>,
 }
 
 /// One CEL rule's expression as the runtime evaluates it.
@@ -84,6 +95,19 @@ pub struct CelExpr {
     /// when that field is present and a string, as the call it replaced
     /// required.
     pub atom_fields: Vec<(u32, FieldRef)>,
+}
+
+/// What the side-store needs to run one SQL rule. Checked at compile time
+/// against the real schema, so loading it can only fail on a corrupt program.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct SqlRuleSpec {
+    /// Index into `Program::rules` (its id, action, stages and reason
+    /// template live there).
+    pub rule: u32,
+    /// A single SELECT with named parameters (`:session_id`, `:now`, ...).
+    pub query: String,
+    /// A small CEL-style expression over the first row's columns.
+    pub condition: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -13,6 +13,7 @@ pub struct Settings {
     pub server: ServerSettings,
     pub reporting: ReportingSettings,
     pub proxy: ProxySettings,
+    pub state: StateSettings,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -75,6 +76,30 @@ impl Default for ProxySettings {
             port: 9921,
             anthropic_upstream: None,
             openai_upstream: None,
+        }
+    }
+}
+
+/// The side-store SQL rules query (`state:` in `parallax.yaml`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StateSettings {
+    /// A SQLite file (WAL mode) so windows survive a restart; `None` keeps
+    /// the store in memory.
+    pub path: Option<String>,
+    /// Events older than this are pruned; no rule can look further back.
+    pub retention_seconds: u64,
+    /// The store never holds more events than this: memory stays flat
+    /// whatever the load.
+    pub max_rows: u64,
+}
+
+impl Default for StateSettings {
+    fn default() -> Self {
+        StateSettings {
+            path: None,
+            retention_seconds: 3600,
+            max_rows: 100_000,
         }
     }
 }

@@ -14,7 +14,12 @@ pub fn run(config: Option<PathBuf>, file: Option<PathBuf>, baked_only: bool) -> 
         Ok(l) => l,
         Err(e) => return fail(e),
     };
-    let state = AppState::new(loaded.engine, loaded.settings);
+    // One side-store for the whole input, clocked by the events' own
+    // timestamps: a JSONL file of a session replays as it happened.
+    let state = match AppState::new(loaded.engine, loaded.settings) {
+        Ok(s) => s.replaying(),
+        Err(e) => return fail(e),
+    };
     let input: Box<dyn BufRead> = match file.as_deref() {
         None => Box::new(std::io::stdin().lock()),
         Some(p) if p.as_os_str() == "-" => Box::new(std::io::stdin().lock()),

@@ -65,7 +65,10 @@ pub fn run(
             load_ms = format!("{:.1}", loaded.load_ms),
             "parallax listening"
         );
-        let state = Arc::new(AppState::new(loaded.engine, settings));
+        let state = match AppState::new(loaded.engine, settings) {
+            Ok(s) => Arc::new(s),
+            Err(e) => return fail(e),
+        };
         server::serve(listener, state, shutdown_signal()).await;
         tracing::info!("shut down");
         ExitCode::SUCCESS

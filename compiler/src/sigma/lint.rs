@@ -103,6 +103,7 @@ pub fn lint_dir(dir: &Path, ctx: &SigmaContext) -> Result<DirReport, CompileErro
                         tests: c.tests,
                         predicate: l.predicate,
                         author: l.author,
+                        sql: None,
                     });
                 }
                 Err(m) => failures.push(CompileError::rule(file, label, m)),

@@ -1,0 +1,161 @@
+//! The side-store's schema: the one table SQL rules are written against.
+//!
+//! Documented in `docs/SQL.md`; a change here is a change to the rule
+//! language, so bump [`SCHEMA_VERSION`] (a state file of another version is
+//! refused rather than misread).
+
+use rusqlite::Connection;
+
+/// Stored in `PRAGMA user_version` of a state file.
+pub const SCHEMA_VERSION: i64 = 1;
+
+/// `ts` is the store's clock (server time, epoch seconds): windows are
+/// measured on it, so a client cannot move its events out of a window.
+/// `client_ts` is the event's own `timestamp`, kept for queries that want
+/// it. Multi-valued canonical fields (several paths in one call) are joined
+/// with newlines. `rule_ids` is a JSON array, for `json_each`.
+pub const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS events (
+    id         INTEGER PRIMARY KEY,
+    ts         REAL NOT NULL,
+    client_ts  REAL,
+    stage      TEXT NOT NULL,
+    session_id TEXT,
+    user_id    TEXT,
+    channel    TEXT,
+    tool_name  TEXT,
+    command    TEXT,
+    path       TEXT,
+    url        TEXT,
+    tool_args  TEXT,
+    text_len   INTEGER NOT NULL,
+    action     TEXT NOT NULL,
+    rule_ids   TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS events_session_ts ON events(session_id, ts);
+CREATE INDEX IF NOT EXISTS events_ts ON events(ts);
+";
+
+/// The columns of `events`, in order (checked against a state file).
+pub const COLUMNS: [&str; 15] = [
+    "id",
+    "ts",
+    "client_ts",
+    "stage",
+    "session_id",
+    "user_id",
+    "channel",
+    "tool_name",
+    "command",
+    "path",
+    "url",
+    "tool_args",
+    "text_len",
+    "action",
+    "rule_ids",
+];
+
+/// Compiled REGEXP patterns kept per connection; past this many distinct
+/// patterns (only a query that takes its pattern from a column gets there)
+/// the cache starts over.
+const REGEXP_CACHE: usize = 256;
+
+/// `X REGEXP Y` in rule queries: SQLite parses the operator but ships no
+/// implementation. Patterns use regex-automata syntax (the same as regex
+/// rules). SQLite drops a function's auxiliary data whenever a statement is
+/// reset, i.e. after every event, so compiled patterns are cached here
+/// instead: compiling the shipped patterns costs far more than running the
+/// queries. NULL text gives NULL.
+fn register_regexp(conn: &Connection) -> rusqlite::Result<()> {
+    use regex_automata::meta::Regex;
+    use rusqlite::functions::FunctionFlags;
+    use rusqlite::types::ValueRef;
+    use std::collections::HashMap;
+    use std::sync::Arc;
+    let mut cache: HashMap<String, Arc<Regex>> = HashMap::new();
+    conn.create_scalar_function(
+        "regexp",
+        2,
+        FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC,
+        move |ctx| {
+            // Within one execution SQLite keeps the compiled pattern as
+            // auxiliary data (no lookup per row); across executions the
+            // cache has it (no compile per event).
+            let re: Arc<Regex> = match ctx.get_aux::<Arc<Regex>>(0)? {
+                Some(re) => re.as_ref().clone(),
+                None => {
+                    let pattern = ctx.get_raw(0).as_str().map_err(|e| {
+                        rusqlite::Error::UserFunctionError(format!("REGEXP pattern: {e}").into())
+                    })?;
+                    let re = match cache.get(pattern) {
+                        Some(re) => re.clone(),
+                        None => {
+                            let re = Arc::new(Regex::new(pattern).map_err(|e| {
+                                rusqlite::Error::UserFunctionError(
+                                    format!("invalid REGEXP pattern `{pattern}`: {e}").into(),
+                                )
+                            })?);
+                            if cache.len() >= REGEXP_CACHE {
+                                cache.clear();
+                            }
+                            cache.insert(pattern.to_string(), re.clone());
+                            re
+                        }
+                    };
+                    ctx.set_aux(0, re.clone())?;
+                    re
+                }
+            };
+            Ok(match ctx.get_raw(1) {
+                ValueRef::Text(t) => Some(re.is_match(t)),
+                ValueRef::Null => None,
+                ValueRef::Integer(n) => Some(re.is_match(n.to_string().as_bytes())),
+                ValueRef::Real(n) => Some(re.is_match(n.to_string().as_bytes())),
+                ValueRef::Blob(b) => Some(re.is_match(b)),
+            })
+        },
+    )
+}
+
+/// Creates the schema (idempotent), checks an existing one, and registers
+/// the SQL functions rules may use.
+pub fn init(conn: &Connection) -> Result<(), String> {
+    register_regexp(conn).map_err(|e| format!("cannot register REGEXP: {e}"))?;
+    let version: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .map_err(|e| e.to_string())?;
+    let has_table: bool = conn
+        .query_row(
+            "SELECT count(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = 'events'",
+            [],
+            |r| r.get(0),
+        )
+        .map_err(|e| e.to_string())?;
+    if has_table && version != SCHEMA_VERSION {
+        return Err(format!(
+            "the state file has side-store schema version {version}, this build uses \
+             {SCHEMA_VERSION}; move the file away to start a fresh window"
+        ));
+    }
+    conn.execute_batch(SCHEMA).map_err(|e| e.to_string())?;
+    let mut cols = Vec::new();
+    let mut stmt = conn
+        .prepare("SELECT name FROM pragma_table_info('events') ORDER BY cid")
+        .map_err(|e| e.to_string())?;
+    let rows = stmt
+        .query_map([], |r| r.get::<_, String>(0))
+        .map_err(|e| e.to_string())?;
+    for r in rows {
+        cols.push(r.map_err(|e| e.to_string())?);
+    }
+    if cols != COLUMNS {
+        return Err(format!(
+            "table `events` has columns ({}), expected ({})",
+            cols.join(", "),
+            COLUMNS.join(", ")
+        ));
+    }
+    conn.pragma_update(None, "user_version", SCHEMA_VERSION)
+        .map_err(|e| e.to_string())?;
+    Ok(())
+}

@@ -1,0 +1,95 @@
+//! The store's own thread. SQLite calls block; the async server must never
+//! run them on its worker threads, so one thread owns the connection and
+//! handlers talk to it over a channel, awaiting a oneshot reply. One owner
+//! also means no locking around the connection and a strict order of
+//! events, which is what windows are about.
+
+use crate::request::{SqlHit, StoreRequest};
+use crate::store::{Store, StoreError};
+use tokio::sync::{mpsc, oneshot};
+
+/// Requests waiting for the store thread; senders wait (asynchronously)
+/// beyond this, which bounds memory under a burst.
+const QUEUE: usize = 4096;
+
+type Reply<T> = oneshot::Sender<Result<T, StoreError>>;
+
+enum Job {
+    Process(Box<StoreRequest>, Reply<Vec<SqlHit>>),
+    RowCount(Reply<u64>),
+}
+
+/// The handle the server keeps; dropping it stops the thread after the
+/// queued requests and closes the store (checkpointing a state file).
+pub struct StoreHandle {
+    tx: Option<mpsc::Sender<Job>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl StoreHandle {
+    /// Moves `store` onto a thread of its own.
+    pub fn spawn(mut store: Store) -> std::io::Result<StoreHandle> {
+        let (tx, mut rx) = mpsc::channel::<Job>(QUEUE);
+        let thread = std::thread::Builder::new()
+            .name("parallax-store".into())
+            .spawn(move || {
+                while let Some(job) = rx.blocking_recv() {
+                    match job {
+                        Job::Process(req, reply) => {
+                            let _ = reply.send(store.process(&req));
+                        }
+                        Job::RowCount(reply) => {
+                            let _ = reply.send(store.row_count());
+                        }
+                    }
+                }
+            })?;
+        Ok(StoreHandle {
+            tx: Some(tx),
+            thread: Some(thread),
+        })
+    }
+
+    fn sender(&self) -> Result<&mpsc::Sender<Job>, StoreError> {
+        self.tx.as_ref().ok_or(StoreError::Closed)
+    }
+
+    /// Records the event and runs the SQL rules; for async callers.
+    pub async fn process(&self, req: StoreRequest) -> Result<Vec<SqlHit>, StoreError> {
+        let (reply, rx) = oneshot::channel();
+        self.sender()?
+            .send(Job::Process(Box::new(req), reply))
+            .await
+            .map_err(|_| StoreError::Closed)?;
+        rx.await.map_err(|_| StoreError::Closed)?
+    }
+
+    /// The same for synchronous callers (`parallax eval`). Must not be
+    /// called from inside an async runtime.
+    pub fn process_blocking(&self, req: StoreRequest) -> Result<Vec<SqlHit>, StoreError> {
+        let (reply, rx) = oneshot::channel();
+        self.sender()?
+            .blocking_send(Job::Process(Box::new(req), reply))
+            .map_err(|_| StoreError::Closed)?;
+        rx.blocking_recv().map_err(|_| StoreError::Closed)?
+    }
+
+    /// Rows in the window now.
+    pub async fn row_count(&self) -> Result<u64, StoreError> {
+        let (reply, rx) = oneshot::channel();
+        self.sender()?
+            .send(Job::RowCount(reply))
+            .await
+            .map_err(|_| StoreError::Closed)?;
+        rx.await.map_err(|_| StoreError::Closed)?
+    }
+}
+
+impl Drop for StoreHandle {
+    fn drop(&mut self) {
+        self.tx.take();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}

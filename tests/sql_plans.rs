@@ -1,0 +1,25 @@
+//! Every shipped SQL rule seeks the window through an index: none scans the
+//! whole store (100,000 rows by default) on every event.
+
+use parallax::baked;
+
+#[test]
+fn shipped_sql_rules_never_scan_the_whole_store() {
+    let engine = baked::engine().expect("baked engine");
+    let program = engine.program();
+    assert!(
+        !program.sql.is_empty(),
+        "the shipped rules include SQL rules"
+    );
+    for spec in &program.sql {
+        let id = &program.rules[spec.rule as usize].id;
+        let plan = parallax_store::query_plan(&spec.query).expect("plan");
+        println!("{id}:\n  {}", plan.join("\n  "));
+        for step in &plan {
+            assert!(
+                !(step.starts_with("SCAN events") || step.contains("SCAN events USING")),
+                "rule `{id}` scans the whole window: {step}\nplan: {plan:#?}"
+            );
+        }
+    }
+}
