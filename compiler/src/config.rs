@@ -6,6 +6,7 @@
 //! enabled}` with `rules:`. Rules stay as YAML values here; the lowering
 //! step parses them per engine so its errors can name the rule.
 
+use crate::atr::{self, AtrConfig, AtrFile};
 use crate::error::{CompileError, CompileErrors};
 use crate::yaml;
 use parallax_runtime::{
@@ -28,6 +29,13 @@ struct ConfigFile {
     rules_dir: Option<String>,
     #[serde(default)]
     disabled: Vec<String>,
+    /// Folders of Agent Threat Rules files, searched recursively (besides
+    /// `<rules_dir>/atr/`).
+    #[serde(default)]
+    atr_dirs: Vec<String>,
+    /// How ATR rules become Parallax rules (actions, exclusions).
+    #[serde(default)]
+    atr: AtrConfig,
 }
 
 fn yes() -> bool {
@@ -83,6 +91,9 @@ pub struct EvaluatorSource {
     /// The file its rules come from.
     pub path: PathBuf,
     pub rules: Vec<serde_yaml::Value>,
+    /// The file of each rule, when they come from several (ATR: one file
+    /// per rule); empty means all come from `path`.
+    pub rule_paths: Vec<PathBuf>,
 }
 
 /// A loaded configuration: settings plus every evaluator source.
@@ -97,6 +108,8 @@ pub struct ConfigSources {
     /// Errors in individual rule files: the rest is still lowered, so that
     /// one run reports every problem.
     pub errors: Vec<CompileError>,
+    /// The `atr:` section.
+    pub atr: AtrConfig,
 }
 
 /// The stages an engine's rules run at unless told otherwise.
@@ -104,6 +117,8 @@ pub fn default_stages(engine: EngineKind) -> Vec<Stage> {
     match engine {
         EngineKind::Regex => vec![Stage::ToolBefore, Stage::ToolAfter],
         EngineKind::Pattern => vec![Stage::ToolBefore],
+        // Each ATR rule runs at the stages of the fields it reads.
+        EngineKind::Atr => Vec::new(),
     }
 }
 
@@ -165,20 +180,41 @@ pub fn load(path: &Path) -> Result<ConfigSources, CompileErrors> {
                 inline: true,
                 path: src,
                 rules,
+                rule_paths: Vec::new(),
             }),
             Err(e) => errors.push(e),
         }
     }
     let rules_dir = base.join(file.rules_dir.as_deref().unwrap_or("rules"));
+    let mut atr_files = Vec::new();
     if rules_dir.is_dir() {
         inputs.push(rules_dir.clone());
-        load_tree(&rules_dir, &mut inputs, &mut evaluators, &mut errors);
+        load_tree(
+            &rules_dir,
+            &mut inputs,
+            &mut evaluators,
+            &mut atr_files,
+            &mut errors,
+        );
     } else if file.rules_dir.is_some() {
         errors.push(CompileError::file(
             path,
             format!("rules_dir `{}` is not a directory", rules_dir.display()),
         ));
     }
+    for d in &file.atr_dirs {
+        let dir = base.join(d);
+        if dir.is_dir() {
+            inputs.push(dir.clone());
+            atr_files.extend(atr::load_dir(&dir, &mut errors));
+        } else {
+            errors.push(CompileError::file(
+                path,
+                format!("atr_dirs: `{}` is not a directory", dir.display()),
+            ));
+        }
+    }
+    evaluators.extend(atr_evaluators(atr_files, &mut inputs));
     Ok(ConfigSources {
         path: path.to_path_buf(),
         settings: Settings {
@@ -190,7 +226,35 @@ pub fn load(path: &Path) -> Result<ConfigSources, CompileErrors> {
         disabled: file.disabled,
         inputs,
         errors,
+        atr: file.atr,
     })
+}
+
+/// One evaluator per ATR category, in category order, rules in path order.
+fn atr_evaluators(mut files: Vec<AtrFile>, inputs: &mut Vec<PathBuf>) -> Vec<EvaluatorSource> {
+    files.sort_by(|a, b| (&a.category, &a.path).cmp(&(&b.category, &b.path)));
+    let mut out: Vec<EvaluatorSource> = Vec::new();
+    for f in files {
+        inputs.push(f.path.clone());
+        let name = format!("atr-{}", f.category);
+        if out.last().is_none_or(|e| e.name != name) {
+            out.push(EvaluatorSource {
+                name,
+                engine: EngineKind::Atr,
+                stages: None,
+                enabled: true,
+                inline: false,
+                path: f.path.parent().unwrap_or(&f.path).to_path_buf(),
+                rules: Vec::new(),
+                rule_paths: Vec::new(),
+            });
+        }
+        if let Some(e) = out.last_mut() {
+            e.rules.push(f.value);
+            e.rule_paths.push(f.path);
+        }
+    }
+    out
 }
 
 fn load_rules_file(
@@ -231,6 +295,7 @@ fn load_tree(
     dir: &Path,
     inputs: &mut Vec<PathBuf>,
     out: &mut Vec<EvaluatorSource>,
+    atr_files: &mut Vec<AtrFile>,
     errors: &mut Vec<CompileError>,
 ) {
     let entries = match sorted_entries(dir) {
@@ -260,6 +325,11 @@ fn load_tree(
             continue;
         };
         inputs.push(sub.clone());
+        if engine == EngineKind::Atr {
+            // ATR keeps its own layout: one rule per file, in category folders.
+            atr_files.extend(atr::load_dir(&sub, errors));
+            continue;
+        }
         let files = match sorted_entries(&sub) {
             Ok(f) => f,
             Err(source) => {
@@ -298,6 +368,7 @@ fn load_tree(
                         inline: false,
                         path: file,
                         rules,
+                        rule_paths: Vec::new(),
                     });
                 }
                 Err(e) => errors.push(e),

@@ -89,6 +89,18 @@ pub struct RuleSet {
     pub atoms: Vec<AtomSpec>,
     /// Files and folders the rule set was read from.
     pub inputs: Vec<PathBuf>,
+    /// Rules left out by the config (`atr.exclude`), with its reasons.
+    pub excluded: Vec<RuleNote>,
+    /// Valid rules Parallax cannot evaluate (ATR correlation rules).
+    pub unsupported: Vec<RuleNote>,
+}
+
+/// A rule that is not in the program, and why (`lint` lists these).
+#[derive(Debug, Clone)]
+pub struct RuleNote {
+    pub path: PathBuf,
+    pub rule: String,
+    pub reason: String,
 }
 
 impl RuleSet {

@@ -4,9 +4,10 @@
 //! the rule id), checked, and turned into a [`Predicate`] over interned
 //! atoms. All errors are collected; nothing is skipped.
 
+use crate::atr;
 use crate::config::{default_stages, ConfigSources, EvaluatorSource};
 use crate::error::{CompileError, CompileErrors};
-use crate::ir::{AtomKind, AtomTable, IrEvaluator, IrRule, RuleSet};
+use crate::ir::{AtomKind, AtomTable, IrEvaluator, IrRule, RuleNote, RuleSet};
 use crate::source::{Common, MatchMode, PatternRule, PatternSpec, RegexRule};
 use crate::yaml;
 use parallax_runtime::{EngineKind, FieldRef, Predicate, StageSet};
@@ -37,6 +38,8 @@ pub fn lower(sources: ConfigSources) -> Result<RuleSet, CompileErrors> {
     let mut seen: HashMap<String, PathBuf> = HashMap::new();
     let mut enabled = Vec::new();
     let mut disabled = Vec::new();
+    let mut excluded = Vec::new();
+    let mut unsupported = Vec::new();
     for ev in &evaluators {
         let is_disabled = !ev.enabled || sources.disabled.contains(&ev.name);
         let base_stages = StageSet::of(
@@ -52,7 +55,8 @@ pub fn lower(sources: ConfigSources) -> Result<RuleSet, CompileErrors> {
             inline: ev.inline,
             rules: Vec::new(),
         };
-        for value in &ev.rules {
+        for (ri, value) in ev.rules.iter().enumerate() {
+            let path = ev.rule_paths.get(ri).unwrap_or(&ev.path);
             let id = rule_id(value);
             if ev.inline && id.as_ref().is_some_and(|id| tree_ids.contains(id)) {
                 continue;
@@ -60,13 +64,26 @@ pub fn lower(sources: ConfigSources) -> Result<RuleSet, CompileErrors> {
             if let Some(id) = &id {
                 if let Some(first) = seen.get(id) {
                     errors.push(CompileError::rule(
-                        &ev.path,
+                        path,
                         id,
                         format!("duplicate rule id (first defined in {})", first.display()),
                     ));
                     continue;
                 }
-                seen.insert(id.clone(), ev.path.clone());
+                seen.insert(id.clone(), path.clone());
+            }
+            if ev.engine == EngineKind::Atr {
+                if let Some(x) = id
+                    .as_ref()
+                    .and_then(|id| sources.atr.exclude.iter().find(|x| &x.id == id))
+                {
+                    excluded.push(RuleNote {
+                        path: path.clone(),
+                        rule: x.id.clone(),
+                        reason: x.reason.clone(),
+                    });
+                    continue;
+                }
             }
             let rule_disabled = id.as_ref().is_some_and(|id| sources.disabled.contains(id));
             let t = if is_disabled || rule_disabled {
@@ -74,10 +91,16 @@ pub fn lower(sources: ConfigSources) -> Result<RuleSet, CompileErrors> {
             } else {
                 &mut table
             };
-            match lower_rule(ev.engine, base_stages, &ev.path, value.clone(), t) {
-                Ok(rule) if !rule_disabled => out.rules.push(rule),
-                Ok(_) => {}
-                Err(e) => errors.push(e),
+            match lower_rule(ev.engine, base_stages, path, value.clone(), t, &sources.atr) {
+                Ok(Some(rule)) if !rule_disabled => out.rules.push(rule),
+                Ok(Some(_)) => {}
+                Ok(None) => {}
+                Err(Unlowered::Error(e)) => errors.push(e),
+                Err(Unlowered::Unsupported(reason)) => unsupported.push(RuleNote {
+                    path: path.clone(),
+                    rule: id.clone().unwrap_or_default(),
+                    reason,
+                }),
             }
         }
         out.stages = out.rules.iter().fold(base_stages, |s, r| s.union(r.stages));
@@ -95,6 +118,14 @@ pub fn lower(sources: ConfigSources) -> Result<RuleSet, CompileErrors> {
             ));
         }
     }
+    for x in &sources.atr.exclude {
+        if !excluded.iter().any(|n: &RuleNote| n.rule == x.id) {
+            errors.push(CompileError::file(
+                &sources.path,
+                format!("atr.exclude: `{}` names no loaded ATR rule", x.id),
+            ));
+        }
+    }
     if !errors.is_empty() {
         return Err(CompileErrors(errors));
     }
@@ -106,7 +137,22 @@ pub fn lower(sources: ConfigSources) -> Result<RuleSet, CompileErrors> {
         fields: table.fields,
         atoms: table.atoms,
         inputs: sources.inputs,
+        excluded,
+        unsupported,
     })
+}
+
+/// Why a rule produced no IR rule.
+enum Unlowered {
+    Error(CompileError),
+    /// Valid, but beyond what Parallax evaluates (reported by `lint`).
+    Unsupported(String),
+}
+
+impl From<CompileError> for Unlowered {
+    fn from(e: CompileError) -> Self {
+        Unlowered::Error(e)
+    }
 }
 
 fn rule_id(v: &serde_yaml::Value) -> Option<String> {
@@ -119,13 +165,21 @@ fn lower_rule(
     path: &Path,
     value: serde_yaml::Value,
     table: &mut AtomTable,
-) -> Result<IrRule, CompileError> {
+    atr_config: &atr::AtrConfig,
+) -> Result<Option<IrRule>, Unlowered> {
     let label = rule_id(&value).unwrap_or_else(|| "<no id>".to_string());
     let err = |m: String| CompileError::rule(path, &label, m);
     if !value.is_mapping() {
-        return Err(err("a rule must be a mapping of keys to values".into()));
+        return Err(err("a rule must be a mapping of keys to values".into()).into());
     }
     let (common, predicate) = match engine {
+        EngineKind::Atr => {
+            let r: atr::AtrRule = yaml::from_value(value).map_err(err)?;
+            return match atr::lower_rule(&r, atr_config, table).map_err(err)? {
+                atr::Lowered::Rule(rule) => Ok(Some(rule)),
+                atr::Lowered::Unsupported(why) => Err(Unlowered::Unsupported(why)),
+            };
+        }
         EngineKind::Regex => {
             let r: RegexRule = yaml::from_value(value).map_err(err)?;
             let p = lower_regex(&r, table).map_err(err)?;
@@ -137,7 +191,7 @@ fn lower_rule(
             (r.common(), p)
         }
     };
-    finish(common, stages, predicate).map_err(err)
+    Ok(Some(finish(common, stages, predicate).map_err(err)?))
 }
 
 fn finish(c: Common, stages: StageSet, predicate: Predicate) -> Result<IrRule, String> {

@@ -14,7 +14,7 @@
 //! Every path is linear in the input; none drops an atom.
 
 use crate::ir::{AtomKind, RuleSet};
-use crate::literals::required_literals;
+use crate::literals::{relax_backtracking, required_literals, required_literals_hir};
 use crate::stats::{AtomStat, FieldStat, RuleStat, Stats};
 use parallax_runtime::{
     Atom, AtomPath, EvaluatorMeta, FieldPlan, LiteralPlan, LiteralTarget, Program, RuleMeta,
@@ -22,7 +22,8 @@ use parallax_runtime::{
 };
 use regex_automata::dfa::{dense, StartKind};
 use regex_automata::MatchKind;
-use std::collections::BTreeMap;
+use regex_syntax::hir::{Hir, HirKind};
+use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
 
 /// Size budgets for the automata.
@@ -95,17 +96,17 @@ fn build_shards(
     }
 }
 
-/// Puts a regex atom on the verifier path, prefiltered by its required
-/// literals when it has any.
+/// Puts a regex atom on the verifier path, prefiltered by the required
+/// literals of `literal_source` (the pattern itself, or its relaxation for
+/// a backtracking pattern) when it has any.
 fn add_verifier(
     atom: u32,
-    pattern: &str,
-    limits: &Limits,
+    lits: Option<Vec<String>>,
+    backtrack: bool,
     literals: &mut BTreeMap<(String, bool), Vec<LiteralTarget>>,
     verifiers: &mut Vec<VerifierPlan>,
 ) -> AtomPath {
     let v = verifiers.len() as u32;
-    let lits = required_literals(pattern, limits.min_literal_len);
     let prefiltered = lits.is_some();
     for l in lits.into_iter().flatten() {
         literals
@@ -113,11 +114,98 @@ fn add_verifier(
             .or_default()
             .push(LiteralTarget::Verifier(v));
     }
-    verifiers.push(VerifierPlan { atom, prefiltered });
-    if prefiltered {
-        AtomPath::Prefiltered
-    } else {
-        AtomPath::Verified
+    verifiers.push(VerifierPlan {
+        atom,
+        prefiltered,
+        backtrack,
+    });
+    match (backtrack, prefiltered) {
+        (true, _) => AtomPath::Backtrack,
+        (false, true) => AtomPath::Prefiltered,
+        (false, false) => AtomPath::Verified,
+    }
+}
+
+/// What the planner learnt about one pattern (shared by the atoms of every
+/// field that pattern is scanned in).
+#[derive(Clone)]
+struct Analysis {
+    /// DFA size when built alone within budget.
+    dfa: Option<usize>,
+    backtrack: bool,
+    literals: Option<Vec<String>>,
+    note: Option<String>,
+}
+
+/// Why a pattern is not worth trying as a dense DFA, if it is not: each
+/// attempt on an explosive pattern costs build time up to the budget, and
+/// these shapes are known to explode or to be unsupported.
+fn dfa_obstacle(hir: &Hir) -> Option<String> {
+    if hir.properties().look_set().contains_word_unicode() {
+        return Some("Unicode word boundary: no DFA".into());
+    }
+    fn gap(h: &Hir) -> Option<(u32, u32)> {
+        match h.kind() {
+            HirKind::Repetition(r) => match r.max {
+                Some(max) if max - r.min > GAP_LIMIT && !is_single_literal(&r.sub) => {
+                    Some((r.min, max))
+                }
+                _ => gap(&r.sub),
+            },
+            HirKind::Capture(c) => gap(&c.sub),
+            HirKind::Concat(cs) | HirKind::Alternation(cs) => cs.iter().find_map(gap),
+            _ => None,
+        }
+    }
+    gap(hir).map(|(min, max)| format!("bounded gap {{{min},{max}}}: DFA would explode"))
+}
+
+/// Widest bounded repetition a DFA candidate may have.
+const GAP_LIMIT: u32 = 12;
+
+fn is_single_literal(h: &Hir) -> bool {
+    matches!(h.kind(), HirKind::Literal(_))
+}
+
+fn analyse(pattern: &str, limits: &Limits) -> Analysis {
+    let hir = match regex_syntax::ParserBuilder::new().build().parse(pattern) {
+        Ok(h) => h,
+        Err(_) => {
+            // Lowering checked that the backtracking engine takes it.
+            return Analysis {
+                dfa: None,
+                backtrack: true,
+                literals: required_literals(&relax_backtracking(pattern), limits.min_literal_len),
+                note: Some("look-around/backreference: bounded backtracking".into()),
+            };
+        }
+    };
+    let literals = || required_literals_hir(&hir, limits.min_literal_len);
+    if let Some(why) = dfa_obstacle(&hir) {
+        return Analysis {
+            dfa: None,
+            backtrack: false,
+            literals: literals(),
+            note: Some(why),
+        };
+    }
+    match build_dfa(&[pattern], limits.atom_dfa_bytes) {
+        Ok(dfa) => Analysis {
+            dfa: Some(dfa.memory_usage()),
+            backtrack: false,
+            literals: None,
+            note: None,
+        },
+        Err(e) => Analysis {
+            dfa: None,
+            backtrack: false,
+            literals: literals(),
+            note: Some(if e.is_size_limit_exceeded() {
+                format!("DFA over {} KiB", limits.atom_dfa_bytes / 1024)
+            } else {
+                format!("no DFA: {e}")
+            }),
+        },
     }
 }
 
@@ -130,6 +218,7 @@ pub fn compile(rules: &RuleSet, limits: &Limits) -> Compiled {
     let mut fields = Vec::with_capacity(rules.fields.len());
     let mut dfas = Vec::with_capacity(rules.fields.len());
     let mut field_stats = Vec::new();
+    let mut analyses: HashMap<&str, Analysis> = HashMap::new();
     for (fi, field) in rules.fields.iter().enumerate() {
         let mut literals: BTreeMap<(String, bool), Vec<LiteralTarget>> = BTreeMap::new();
         let mut cheap: Vec<(u32, &str)> = Vec::new();
@@ -137,6 +226,11 @@ pub fn compile(rules: &RuleSet, limits: &Limits) -> Compiled {
         for (ai, atom) in rules.atoms.iter().enumerate() {
             if atom.field as usize != fi {
                 continue;
+            }
+            if let AtomKind::Regex { pattern } = &atom.kind {
+                if !analyses.contains_key(pattern.as_str()) {
+                    analyses.insert(pattern.as_str(), analyse(pattern, limits));
+                }
             }
             let id = ai as u32;
             match &atom.kind {
@@ -149,22 +243,26 @@ pub fn compile(rules: &RuleSet, limits: &Limits) -> Compiled {
                         .or_default()
                         .push(LiteralTarget::Atom(id));
                 }
-                AtomKind::Regex { pattern } => match build_dfa(&[pattern], limits.atom_dfa_bytes) {
-                    Ok(dfa) => {
-                        atom_paths[ai] = AtomPath::Dfa;
-                        atom_cost[ai] = dfa.memory_usage();
-                        cheap.push((id, pattern));
+                AtomKind::Regex { pattern } => {
+                    let a = &analyses[pattern.as_str()];
+                    match a.dfa {
+                        Some(cost) => {
+                            atom_paths[ai] = AtomPath::Dfa;
+                            atom_cost[ai] = cost;
+                            cheap.push((id, pattern));
+                        }
+                        None => {
+                            atom_note[ai] = a.note.clone();
+                            atom_paths[ai] = add_verifier(
+                                id,
+                                a.literals.clone(),
+                                a.backtrack,
+                                &mut literals,
+                                &mut verifiers,
+                            );
+                        }
                     }
-                    Err(e) => {
-                        atom_note[ai] = Some(if e.is_size_limit_exceeded() {
-                            format!("DFA over {} KiB", limits.atom_dfa_bytes / 1024)
-                        } else {
-                            format!("no DFA: {e}")
-                        });
-                        atom_paths[ai] =
-                            add_verifier(id, pattern, limits, &mut literals, &mut verifiers);
-                    }
-                },
+                }
             }
         }
         // Greedy groups by estimated cost; the builder splits what overflows.
@@ -190,7 +288,8 @@ pub fn compile(rules: &RuleSet, limits: &Limits) -> Compiled {
             let ai = id as usize;
             if let AtomKind::Regex { pattern } = &rules.atoms[ai].kind {
                 atom_note[ai] = Some("did not fit any shard".into());
-                atom_paths[ai] = add_verifier(id, pattern, limits, &mut literals, &mut verifiers);
+                let lits = required_literals(pattern, limits.min_literal_len);
+                atom_paths[ai] = add_verifier(id, lits, false, &mut literals, &mut verifiers);
             }
         }
         let shards: Vec<ShardPlan> = built

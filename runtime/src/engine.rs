@@ -72,7 +72,7 @@ pub struct Engine {
 pub struct Scratch {
     atoms: BitSet,
     candidates: BitSet,
-    caches: Vec<meta::Cache>,
+    caches: Vec<Option<meta::Cache>>,
     matched: Vec<u32>,
 }
 

@@ -23,8 +23,8 @@ pub enum Canonical {
     Content,
     /// A SQL statement.
     Query,
-    /// All the event's text: the message, every string in the arguments and
-    /// every string in the result.
+    /// All the event's text: the message, every string in the arguments,
+    /// every string in the result and the model's response.
     Text,
 }
 
@@ -39,6 +39,8 @@ pub enum TopField {
     MessageText,
     ToolName,
     Model,
+    /// The model's output, at `response.after`.
+    ResponseText,
 }
 
 /// JSON-valued parts of an event that a dotted path can walk into.
@@ -80,7 +82,7 @@ const CANONICAL: [(&str, Canonical); 6] = [
     ("text", Canonical::Text),
 ];
 
-const TOP: [(&str, TopField); 7] = [
+const TOP: [(&str, TopField); 8] = [
     ("stage", TopField::Stage),
     ("session_id", TopField::SessionId),
     ("channel", TopField::Channel),
@@ -88,6 +90,7 @@ const TOP: [(&str, TopField); 7] = [
     ("message_text", TopField::MessageText),
     ("tool_name", TopField::ToolName),
     ("model", TopField::Model),
+    ("response_text", TopField::ResponseText),
 ];
 
 const ROOTS: [(&str, JsonRoot); 3] = [
@@ -131,7 +134,7 @@ impl FieldRef {
         }
         Err(err(
             "expected a canonical field (command, path, url, content, query, text), \
-             an event field (stage, session_id, channel, user_id, message_text, tool_name, model) \
+             an event field (stage, session_id, channel, user_id, message_text, tool_name, model, response_text) \
              or a path under tool_args, tool_result or params",
         ))
     }

@@ -21,15 +21,19 @@ use std::fmt;
 pub enum EngineKind {
     Regex,
     Pattern,
+    /// Agent Threat Rules files (`<rules_dir>/atr/**`, `atr_dirs`): regex
+    /// conditions over ATR fields, one evaluator per ATR category.
+    Atr,
 }
 
 impl EngineKind {
-    pub const ALL: [EngineKind; 2] = [EngineKind::Regex, EngineKind::Pattern];
+    pub const ALL: [EngineKind; 3] = [EngineKind::Regex, EngineKind::Pattern, EngineKind::Atr];
 
     pub fn as_str(self) -> &'static str {
         match self {
             EngineKind::Regex => "regex",
             EngineKind::Pattern => "pattern",
+            EngineKind::Atr => "atr",
         }
     }
 }
@@ -105,6 +109,10 @@ pub enum AtomPath {
     /// Too costly for a DFA and without a usable literal: its own
     /// (linear-time) regex runs on every value of the field.
     Verified,
+    /// Syntax no automaton can take (look-around, backreferences): a
+    /// backtracking regex with a step limit, run only when its required
+    /// literals hit (or on every value when it has none).
+    Backtrack,
 }
 
 impl AtomPath {
@@ -114,6 +122,7 @@ impl AtomPath {
             AtomPath::Dfa => "dfa",
             AtomPath::Prefiltered => "prefiltered",
             AtomPath::Verified => "verified",
+            AtomPath::Backtrack => "backtrack",
         }
     }
 }
@@ -161,6 +170,9 @@ pub struct VerifierPlan {
     pub atom: u32,
     /// Runs only when one of its literals hit; otherwise on every value.
     pub prefiltered: bool,
+    /// Needs the bounded backtracking engine (look-around, backreferences).
+    #[serde(default)]
+    pub backtrack: bool,
 }
 
 impl Program {

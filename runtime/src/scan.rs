@@ -33,8 +33,23 @@ struct LiteralSet {
 pub(crate) struct Verifier {
     pub atom: u32,
     pub prefiltered: bool,
-    pub regex: meta::Regex,
+    pub matcher: Matcher,
 }
+
+/// How a verifier checks its atom.
+pub(crate) enum Matcher {
+    /// Linear time (lazy DFA / PikeVM under regex-automata's meta engine).
+    Linear(meta::Regex),
+    /// Look-around or backreferences: a backtracking engine whose step
+    /// budget is [`BACKTRACK_LIMIT`], so no input can keep a request busy.
+    Backtrack(Box<fancy_regex::Regex>),
+}
+
+/// Backtracking steps one backtracking atom may take on one value. Past it
+/// the atom counts as found (fail closed): input built to exhaust the
+/// budget is itself suspicious, and letting it through would make the
+/// budget an evasion.
+pub const BACKTRACK_LIMIT: usize = 200_000;
 
 pub(crate) struct FieldScanner {
     shards: Vec<Shard>,
@@ -64,6 +79,12 @@ pub enum ScanBuildError {
         field: String,
         atom: u32,
         source: Box<regex_automata::meta::BuildError>,
+    },
+    #[error("field `{field}`: backtracking verifier for atom {atom}: {source}")]
+    Backtrack {
+        field: String,
+        atom: u32,
+        source: Box<fancy_regex::Error>,
     },
 }
 
@@ -119,17 +140,30 @@ impl FieldScanner {
             .verifiers
             .iter()
             .map(|v| {
-                let regex = meta::Regex::new(&atom_pattern(v.atom)).map_err(|e| {
-                    ScanBuildError::Verifier {
-                        field: field.clone(),
-                        atom: v.atom,
-                        source: Box::new(e),
-                    }
-                })?;
+                let pattern = atom_pattern(v.atom);
+                let matcher = if v.backtrack {
+                    fancy_regex::RegexBuilder::new(&pattern)
+                        .backtrack_limit(BACKTRACK_LIMIT)
+                        .build()
+                        .map(|r| Matcher::Backtrack(Box::new(r)))
+                        .map_err(|e| ScanBuildError::Backtrack {
+                            field: field.clone(),
+                            atom: v.atom,
+                            source: Box::new(e),
+                        })?
+                } else {
+                    meta::Regex::new(&pattern)
+                        .map(Matcher::Linear)
+                        .map_err(|e| ScanBuildError::Verifier {
+                            field: field.clone(),
+                            atom: v.atom,
+                            source: Box::new(e),
+                        })?
+                };
                 Ok(Verifier {
                     atom: v.atom,
                     prefiltered: v.prefiltered,
-                    regex,
+                    matcher,
                 })
             })
             .collect::<Result<Vec<_>, ScanBuildError>>()?;
@@ -148,7 +182,7 @@ impl FieldScanner {
         hay: &str,
         hits: &mut BitSet,
         candidates: &mut BitSet,
-        caches: &mut [meta::Cache],
+        caches: &mut [Option<meta::Cache>],
     ) {
         let bytes = hay.as_bytes();
         for shard in &self.shards {
@@ -174,15 +208,30 @@ impl FieldScanner {
             if hits.contains(v.atom as usize) || (v.prefiltered && !candidates.contains(slot)) {
                 continue;
             }
-            let input = Input::new(bytes).earliest(true);
-            if v.regex.search_with(&mut caches[slot], &input).is_some() {
+            let found = match &v.matcher {
+                Matcher::Linear(re) => {
+                    let input = Input::new(bytes).earliest(true);
+                    match &mut caches[slot] {
+                        Some(cache) => re.search_with(cache, &input).is_some(),
+                        None => re.search(&input).is_some(),
+                    }
+                }
+                // Err: the step budget ran out (see BACKTRACK_LIMIT).
+                Matcher::Backtrack(re) => re.is_match(hay).unwrap_or(true),
+            };
+            if found {
                 hits.insert(v.atom as usize);
             }
         }
     }
 
-    pub fn new_caches(&self) -> impl Iterator<Item = meta::Cache> + '_ {
-        self.verifiers.iter().map(|v| v.regex.create_cache())
+    /// One cache slot per verifier (none for backtracking verifiers:
+    /// fancy-regex keeps its own state).
+    pub fn new_caches(&self) -> impl Iterator<Item = Option<meta::Cache>> + '_ {
+        self.verifiers.iter().map(|v| match &v.matcher {
+            Matcher::Linear(re) => Some(re.create_cache()),
+            Matcher::Backtrack(_) => None,
+        })
     }
 }
 
@@ -214,3 +263,4 @@ fn scan_dfa<A: Automaton>(dfa: &A, atoms: &[u32], hay: &[u8], hits: &mut BitSet)
         record(sid, hits);
     }
 }
+
