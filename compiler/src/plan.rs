@@ -35,6 +35,16 @@ pub struct Limits {
     pub shard_dfa_bytes: usize,
     /// Shortest literal worth prefiltering on.
     pub min_literal_len: usize,
+    /// Above this many distinct regex patterns the planner goes literal
+    /// first: an atom with required literals takes the prefilter path
+    /// without a DFA attempt, because every shard is a pass over every byte
+    /// and hundreds of shards cost more than verifying the few candidates
+    /// one Aho-Corasick pass raises (the ATR corpus: 3,300 patterns).
+    pub dfa_first_max_patterns: usize,
+    /// In literal-first mode, a DFA is tried only for patterns whose NFA
+    /// has at most this many states (larger ones rarely fit and each
+    /// attempt costs build time up to the budget).
+    pub max_nfa_states: usize,
 }
 
 impl Default for Limits {
@@ -43,6 +53,8 @@ impl Default for Limits {
             atom_dfa_bytes: 512 * 1024,
             shard_dfa_bytes: 8 * 1024 * 1024,
             min_literal_len: 3,
+            dfa_first_max_patterns: 256,
+            max_nfa_states: 200,
         }
     }
 }
@@ -167,7 +179,7 @@ fn is_single_literal(h: &Hir) -> bool {
     matches!(h.kind(), HirKind::Literal(_))
 }
 
-fn analyse(pattern: &str, limits: &Limits) -> Analysis {
+fn analyse(pattern: &str, limits: &Limits, literal_first: bool) -> Analysis {
     let hir = match regex_syntax::ParserBuilder::new().build().parse(pattern) {
         Ok(h) => h,
         Err(_) => {
@@ -181,6 +193,30 @@ fn analyse(pattern: &str, limits: &Limits) -> Analysis {
         }
     };
     let literals = || required_literals_hir(&hir, limits.min_literal_len);
+    if literal_first {
+        if let Some(l) = literals() {
+            return Analysis {
+                dfa: None,
+                backtrack: false,
+                literals: Some(l),
+                note: None,
+            };
+        }
+        let states = regex_automata::nfa::thompson::NFA::new(pattern)
+            .map(|n| n.states().len())
+            .unwrap_or(usize::MAX);
+        if states > limits.max_nfa_states {
+            return Analysis {
+                dfa: None,
+                backtrack: false,
+                literals: None,
+                note: Some(format!(
+                    "no required literal; NFA of {} states too large for a DFA",
+                    if states == usize::MAX { "unknown".to_string() } else { states.to_string() }
+                )),
+            };
+        }
+    }
     if let Some(why) = dfa_obstacle(&hir) {
         return Analysis {
             dfa: None,
@@ -219,6 +255,15 @@ pub fn compile(rules: &RuleSet, limits: &Limits) -> Compiled {
     let mut dfas = Vec::with_capacity(rules.fields.len());
     let mut field_stats = Vec::new();
     let mut analyses: HashMap<&str, Analysis> = HashMap::new();
+    let distinct: std::collections::HashSet<&str> = rules
+        .atoms
+        .iter()
+        .filter_map(|a| match &a.kind {
+            AtomKind::Regex { pattern } => Some(pattern.as_str()),
+            AtomKind::Literal { .. } => None,
+        })
+        .collect();
+    let literal_first = distinct.len() > limits.dfa_first_max_patterns;
     for (fi, field) in rules.fields.iter().enumerate() {
         let mut literals: BTreeMap<(String, bool), Vec<LiteralTarget>> = BTreeMap::new();
         let mut cheap: Vec<(u32, &str)> = Vec::new();
@@ -229,7 +274,7 @@ pub fn compile(rules: &RuleSet, limits: &Limits) -> Compiled {
             }
             if let AtomKind::Regex { pattern } = &atom.kind {
                 if !analyses.contains_key(pattern.as_str()) {
-                    analyses.insert(pattern.as_str(), analyse(pattern, limits));
+                    analyses.insert(pattern.as_str(), analyse(pattern, limits, literal_first));
                 }
             }
             let id = ai as u32;

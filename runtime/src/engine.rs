@@ -232,7 +232,9 @@ impl Engine {
     /// longer compiles, which the compiler rules out).
     pub fn span_regex(&self, atom: u32) -> Option<&meta::Regex> {
         self.span_regexes[atom as usize]
-            .get_or_init(|| meta::Regex::new(&self.program.atoms[atom as usize].pattern).ok())
+            .get_or_init(|| {
+                crate::scan::linear_regex(&self.program.atoms[atom as usize].pattern).ok()
+            })
             .as_ref()
     }
 }

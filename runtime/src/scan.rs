@@ -152,7 +152,7 @@ impl FieldScanner {
                             source: Box::new(e),
                         })?
                 } else {
-                    meta::Regex::new(&pattern)
+                    linear_regex(&pattern)
                         .map(Matcher::Linear)
                         .map_err(|e| ScanBuildError::Verifier {
                             field: field.clone(),
@@ -264,3 +264,15 @@ fn scan_dfa<A: Automaton>(dfa: &A, atoms: &[u32], hay: &[u8], hits: &mut BitSet)
     }
 }
 
+
+/// Compiled NFA size a verifier may reach. regex-automata's default (10 MiB)
+/// is too small for a few long case-insensitive Unicode rules of the ATR
+/// corpus; this only bounds memory, never match time.
+const NFA_SIZE_LIMIT: usize = 64 << 20;
+
+/// A linear-time regex for verification and span finding.
+pub fn linear_regex(pattern: &str) -> Result<meta::Regex, meta::BuildError> {
+    meta::Builder::new()
+        .configure(meta::Config::new().nfa_size_limit(Some(NFA_SIZE_LIMIT)))
+        .build(pattern)
+}

@@ -9,6 +9,7 @@ mod compile;
 mod eval;
 mod lint;
 mod serve;
+mod test;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -62,6 +63,19 @@ pub enum Command {
         #[arg(long, value_enum, default_value = "stats")]
         emit: Emit,
     },
+    /// Run rule test cases through the compiled engine.
+    Test {
+        /// An ATR corpus (or its rules/ folder): run every rule's
+        /// true_positives, true_negatives and evasion_tests.
+        #[arg(long, value_name = "DIR")]
+        atr: Option<PathBuf>,
+        /// Config whose `atr:` section (exclusions) applies.
+        #[arg(short, long)]
+        config: Option<PathBuf>,
+        /// List every failing case.
+        #[arg(long)]
+        failures: bool,
+    },
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -90,6 +104,11 @@ pub fn run(cli: Cli) -> ExitCode {
         } => eval::run(config, file, baked_only),
         Command::Lint { config } => lint::run(config),
         Command::Compile { config, emit } => compile::run(config, emit),
+        Command::Test {
+            atr,
+            config,
+            failures,
+        } => test::run(atr, config, failures),
     }
 }
 
