@@ -349,6 +349,8 @@ fn case_events(case: &serde_yaml::Value, scanned: &[String]) -> (Vec<Value>, Str
         Some(serde_yaml::Value::Mapping(m)) => {
             for (k, v) in m {
                 if let (Some(k), Some(t)) = (k.as_str(), yaml_text(v)) {
+                    // Some cases write a tool's result as `response`.
+                    let k = if k == "response" { "tool_response" } else { k };
                     if let Some(f) = ATR_FIELDS.iter().find(|f| **f == k) {
                         fields.insert(f, t);
                     }
