@@ -309,6 +309,12 @@ fn condition_regex(c: &AtrCondition) -> Result<String, String> {
     let esc = || regex_syntax::escape(&c.value);
     let flag = if ci { "(?i)" } else { "" };
     Ok(match c.operator.as_str() {
+        // ATR matching is case-insensitive unless a condition says
+        // `case_sensitive: true` (the schema's default, and what the
+        // corpus's own cases expect: `\bhow\s+were` must match "How were").
+        "regex" if ci && !c.value.starts_with("(?i)") => {
+            format!("(?i){}", normalise_dialect(&c.value))
+        }
         "regex" => normalise_dialect(&c.value),
         "contains" => format!("{flag}{}", esc()),
         "exact" => format!("{flag}^{}$", esc()),
