@@ -198,7 +198,10 @@ pub fn compile(dir: &Path, config: Option<&Path>) -> Result<Engine, CasesError> 
         section = serde_yaml::Value::Mapping(Default::default());
     }
     if let serde_yaml::Value::Mapping(m) = &mut section {
-        m.insert("block_severities".into(), serde_yaml::Value::Sequence(vec![]));
+        m.insert(
+            "block_severities".into(),
+            serde_yaml::Value::Sequence(vec![]),
+        );
     }
     let cfg = json!({
         "evaluators": [],
@@ -246,8 +249,7 @@ pub fn run(engine: &Engine, dir: &Path) -> Result<Summary, CasesError> {
         let Some(&ri) = index.get(rule.id.as_str()) else {
             summary.skipped_rules.push((
                 rule.id.clone(),
-                "not in the compiled program (excluded or unsupported; see `parallax lint`)"
-                    .into(),
+                "not in the compiled program (excluded or unsupported; see `parallax lint`)".into(),
             ));
             continue;
         };

@@ -149,10 +149,7 @@ pub fn find_files(dir: &Path, errors: &mut Vec<CompileError>) -> Vec<PathBuf> {
         for p in entries {
             if p.is_dir() {
                 stack.push(p);
-            } else if matches!(
-                p.extension().and_then(|e| e.to_str()),
-                Some("yaml" | "yml")
-            ) {
+            } else if matches!(p.extension().and_then(|e| e.to_str()), Some("yaml" | "yml")) {
                 out.push(p);
             }
         }
@@ -219,7 +216,10 @@ pub fn map_field(name: &str) -> Result<Option<FieldMapping>, String> {
         path: vec!["tools".into()],
     };
     Ok(Some(match name {
-        "user_input" => one(FieldRef::Top(TopField::MessageText), &[Stage::MessageBefore]),
+        "user_input" => one(
+            FieldRef::Top(TopField::MessageText),
+            &[Stage::MessageBefore],
+        ),
         "tool_response" => one(
             FieldRef::Json {
                 root: JsonRoot::ToolResult,
@@ -240,7 +240,10 @@ pub fn map_field(name: &str) -> Result<Option<FieldMapping>, String> {
             &[Stage::ToolBefore, Stage::ToolAfter],
         ),
         "tool_description" => one(tools, &[Stage::ParamsBefore]),
-        "agent_output" => one(FieldRef::Top(TopField::ResponseText), &[Stage::ResponseAfter]),
+        "agent_output" => one(
+            FieldRef::Top(TopField::ResponseText),
+            &[Stage::ResponseAfter],
+        ),
         "content" => FieldMapping {
             fields: vec![FieldRef::Canonical(Canonical::Text), tools],
             stages: all,

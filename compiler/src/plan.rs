@@ -212,7 +212,11 @@ fn analyse(pattern: &str, limits: &Limits, literal_first: bool) -> Analysis {
                 literals: None,
                 note: Some(format!(
                     "no required literal; NFA of {} states too large for a DFA",
-                    if states == usize::MAX { "unknown".to_string() } else { states.to_string() }
+                    if states == usize::MAX {
+                        "unknown".to_string()
+                    } else {
+                        states.to_string()
+                    }
                 )),
             };
         }
@@ -357,6 +361,7 @@ pub fn compile(rules: &RuleSet, limits: &Limits) -> Compiled {
             shard_bytes: shards.iter().map(|s| s.bytes).collect(),
             literals: literal_plans.len(),
             verifiers: verifiers.len(),
+            literal_bytes: literal_bytes(&literal_plans),
         });
         fields.push(FieldPlan {
             field: field.clone(),
@@ -442,4 +447,28 @@ pub fn compile(rules: &RuleSet, limits: &Limits) -> Compiled {
         dfas,
         stats,
     }
+}
+
+/// Heap size of the Aho-Corasick automata the runtime builds from `plans`
+/// (built here once more, for stats only: milliseconds).
+fn literal_bytes(plans: &[LiteralPlan]) -> usize {
+    [false, true]
+        .iter()
+        .map(|ci| {
+            let lits: Vec<&str> = plans
+                .iter()
+                .filter(|l| l.case_insensitive == *ci)
+                .map(|l| l.text.as_str())
+                .collect();
+            if lits.is_empty() {
+                return 0;
+            }
+            aho_corasick::AhoCorasick::builder()
+                .ascii_case_insensitive(*ci)
+                .kind(Some(aho_corasick::AhoCorasickKind::DFA))
+                .build(&lits)
+                .map(|a| a.memory_usage())
+                .unwrap_or(0)
+        })
+        .sum()
 }
