@@ -152,13 +152,13 @@ impl FieldScanner {
                             source: Box::new(e),
                         })?
                 } else {
-                    linear_regex(&pattern)
-                        .map(Matcher::Linear)
-                        .map_err(|e| ScanBuildError::Verifier {
+                    linear_regex(&pattern).map(Matcher::Linear).map_err(|e| {
+                        ScanBuildError::Verifier {
                             field: field.clone(),
                             atom: v.atom,
                             source: Box::new(e),
-                        })?
+                        }
+                    })?
                 };
                 Ok(Verifier {
                     atom: v.atom,
@@ -263,7 +263,6 @@ fn scan_dfa<A: Automaton>(dfa: &A, atoms: &[u32], hay: &[u8], hits: &mut BitSet)
         record(sid, hits);
     }
 }
-
 
 /// Compiled NFA size a verifier may reach. regex-automata's default (10 MiB)
 /// is too small for a few long case-insensitive Unicode rules of the ATR
