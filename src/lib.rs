@@ -2,6 +2,7 @@
 //! HTTP server and the CLI commands, kept in a library so integration tests
 //! and benches drive exactly what the binary runs.
 
+pub mod atr_cases;
 pub mod baked;
 pub mod cli;
 pub mod docs;

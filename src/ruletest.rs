@@ -113,6 +113,9 @@ pub fn event_for_text(rule: &IrRule, rules: &RuleSet, text: &str) -> Result<Valu
                     Stage::ParamsBefore => {
                         e.insert("params".into(), json!({ "system": text }));
                     }
+                    Stage::ResponseAfter => {
+                        e.insert("response_text".into(), json!(text));
+                    }
                     Stage::ToolBefore => {
                         e.insert("tool_name".into(), json!("mcp_tool"));
                         e.insert("tool_args".into(), json!({ "input": text }));

@@ -22,6 +22,7 @@ pub fn declarations() -> Declarations {
         "channel",
         "user_id",
         "message_text",
+        "response_text",
         "tool_name",
         "model",
         "command",

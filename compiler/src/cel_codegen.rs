@@ -40,6 +40,7 @@ fn top_tokens(t: TopField) -> TokenStream {
         TopField::MessageText => quote!(TopField::MessageText),
         TopField::ToolName => quote!(TopField::ToolName),
         TopField::Model => quote!(TopField::Model),
+        TopField::ResponseText => quote!(TopField::ResponseText),
     }
 }
 

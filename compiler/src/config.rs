@@ -6,6 +6,7 @@
 //! enabled}` with `rules:`. Rules stay as YAML values here; the lowering
 //! step parses them per engine so its errors can name the rule.
 
+use crate::atr::{self, AtrConfig, AtrFile};
 use crate::error::{CompileError, CompileErrors};
 use crate::sigma::mapping::{SigmaConfig, SigmaContext};
 use crate::yaml;
@@ -34,6 +35,13 @@ struct ConfigFile {
     /// Sigma field mappings and placeholders.
     #[serde(default)]
     sigma: SigmaConfig,
+    /// Folders of Agent Threat Rules files, searched recursively (besides
+    /// `<rules_dir>/atr/`).
+    #[serde(default)]
+    atr_dirs: Vec<String>,
+    /// How ATR rules become Parallax rules (actions, exclusions).
+    #[serde(default)]
+    atr: AtrConfig,
 }
 
 fn yes() -> bool {
@@ -94,6 +102,9 @@ pub struct EvaluatorSource {
     /// The file its rules come from.
     pub path: PathBuf,
     pub rules: Vec<serde_yaml::Value>,
+    /// The file of each rule, when they come from several (ATR: one file
+    /// per rule); empty means all come from `path`.
+    pub rule_paths: Vec<PathBuf>,
 }
 
 /// A loaded configuration: settings plus every evaluator source.
@@ -110,6 +121,8 @@ pub struct ConfigSources {
     /// Errors in individual rule files: the rest is still lowered, so that
     /// one run reports every problem.
     pub errors: Vec<CompileError>,
+    /// The `atr:` section.
+    pub atr: AtrConfig,
 }
 
 /// The stages an engine's rules run at unless told otherwise.
@@ -123,6 +136,8 @@ pub fn default_stages(engine: EngineKind) -> Vec<Stage> {
         // agent, category: <stage>}` picks another stage per rule.
         EngineKind::Sigma => vec![Stage::ToolBefore],
         EngineKind::Sql => vec![Stage::ToolBefore],
+        // Each ATR rule runs at the stages of the fields it reads.
+        EngineKind::Atr => Vec::new(),
     }
 }
 
@@ -201,20 +216,41 @@ pub fn load(path: &Path) -> Result<ConfigSources, CompileErrors> {
                 inline: true,
                 path: src,
                 rules,
+                rule_paths: Vec::new(),
             }),
             Err(e) => errors.push(e),
         }
     }
     let rules_dir = base.join(file.rules_dir.as_deref().unwrap_or("rules"));
+    let mut atr_files = Vec::new();
     if rules_dir.is_dir() {
         inputs.push(rules_dir.clone());
-        load_tree(&rules_dir, &mut inputs, &mut evaluators, &mut errors);
+        load_tree(
+            &rules_dir,
+            &mut inputs,
+            &mut evaluators,
+            &mut atr_files,
+            &mut errors,
+        );
     } else if file.rules_dir.is_some() {
         errors.push(CompileError::file(
             path,
             format!("rules_dir `{}` is not a directory", rules_dir.display()),
         ));
     }
+    for d in &file.atr_dirs {
+        let dir = base.join(d);
+        if dir.is_dir() {
+            inputs.push(dir.clone());
+            atr_files.extend(atr::load_dir(&dir, &mut errors));
+        } else {
+            errors.push(CompileError::file(
+                path,
+                format!("atr_dirs: `{}` is not a directory", dir.display()),
+            ));
+        }
+    }
+    evaluators.extend(atr_evaluators(atr_files, &mut inputs));
     Ok(ConfigSources {
         path: path.to_path_buf(),
         settings: Settings {
@@ -228,7 +264,37 @@ pub fn load(path: &Path) -> Result<ConfigSources, CompileErrors> {
         sigma,
         inputs,
         errors,
+        atr: file.atr,
     })
+}
+
+/// One evaluator per ATR category, in category order, rules in path order.
+fn atr_evaluators(mut files: Vec<AtrFile>, inputs: &mut Vec<PathBuf>) -> Vec<EvaluatorSource> {
+    files.sort_by(|a, b| (&a.category, &a.path).cmp(&(&b.category, &b.path)));
+    let mut out: Vec<EvaluatorSource> = Vec::new();
+    for f in files {
+        inputs.push(f.path.clone());
+        let name = format!("atr-{}", f.category);
+        if out.last().is_none_or(|e| e.name != name) {
+            out.push(EvaluatorSource {
+                name,
+                engine: EngineKind::Atr,
+                stages: None,
+                enabled: true,
+                // Each rule's own category (mapped from ATR's) applies.
+                category: None,
+                inline: false,
+                path: f.path.parent().unwrap_or(&f.path).to_path_buf(),
+                rules: Vec::new(),
+                rule_paths: Vec::new(),
+            });
+        }
+        if let Some(e) = out.last_mut() {
+            e.rules.push(f.value);
+            e.rule_paths.push(f.path);
+        }
+    }
+    out
 }
 
 fn load_rules_file(
@@ -269,6 +335,7 @@ fn load_tree(
     dir: &Path,
     inputs: &mut Vec<PathBuf>,
     out: &mut Vec<EvaluatorSource>,
+    atr_files: &mut Vec<AtrFile>,
     errors: &mut Vec<CompileError>,
 ) {
     let entries = match sorted_entries(dir) {
@@ -300,6 +367,11 @@ fn load_tree(
         inputs.push(sub.clone());
         if engine == EngineKind::Sigma {
             load_sigma_tree(&sub, inputs, out, errors);
+            continue;
+        }
+        if engine == EngineKind::Atr {
+            // ATR keeps its own layout: one rule per file, in category folders.
+            atr_files.extend(atr::load_dir(&sub, errors));
             continue;
         }
         let files = match sorted_entries(&sub) {
@@ -341,6 +413,7 @@ fn load_tree(
                         inline: false,
                         path: file,
                         rules,
+                        rule_paths: Vec::new(),
                     });
                 }
                 Err(e) => errors.push(e),
@@ -398,6 +471,7 @@ fn load_sigma_tree(
                     inline: false,
                     path: file,
                     rules,
+                    rule_paths: Vec::new(),
                 });
             }
             Err(e) => errors.push(e),

@@ -130,6 +130,18 @@ pub struct RuleSet {
     /// Things that compile but deserve a look (a Sigma field no mapping
     /// covers, so conditions on it never match); `lint` prints them.
     pub warnings: Vec<String>,
+    /// Rules left out by the config (`atr.exclude`), with its reasons.
+    pub excluded: Vec<RuleNote>,
+    /// Valid rules Parallax cannot evaluate (ATR correlation rules).
+    pub unsupported: Vec<RuleNote>,
+}
+
+/// A rule that is not in the program, and why (`lint` lists these).
+#[derive(Debug, Clone)]
+pub struct RuleNote {
+    pub path: PathBuf,
+    pub rule: String,
+    pub reason: String,
 }
 
 impl RuleSet {

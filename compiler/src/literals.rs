@@ -1,106 +1,332 @@
 //! Required literals of a regex, for the prefilter path.
 //!
-//! A regex too costly for a dense DFA is found through literals every match
-//! must begin (or end) with: they join the field's Aho-Corasick automaton,
-//! and only when one hits does the regex itself run. regex-syntax's
-//! extractor gives a finite set of prefixes or suffixes when one exists; the
-//! longer the shortest literal, the fewer false candidates benign text
-//! raises.
+//! A regex too costly for a dense DFA is found through a set of literals one
+//! of which every match must contain: they join the field's Aho-Corasick
+//! automaton, and only when one hits does the regex itself run. Prefixes and
+//! suffixes alone are weak on real rule sets: `(?i)\b(ignore|…)\s+…
+//! (instructions|prompts)` has short common prefixes but a rare inner word.
+//! So the HIR is walked here: in every concatenation, runs of exact pieces
+//! are multiplied out into longer literals, every piece that must match is a
+//! candidate, and the rarest candidate (longest shortest literal, then
+//! fewest literals) wins.
+//!
+//! Literals are ASCII lower-cased and go into an ASCII case-insensitive
+//! automaton. A case-insensitive class is read as its letter when its ASCII
+//! members are that letter's two cases (Unicode folding adds the Kelvin sign
+//! and the long s, which the automaton does not fold: text spelling a
+//! required literal with those two characters is not a candidate). Classes
+//! of non-ASCII letters in both cases are not literals, since the automaton
+//! cannot fold them.
 
-use regex_syntax::hir::literal::{ExtractKind, Extractor, Seq};
+use regex_syntax::hir::{Class, Hir, HirKind};
 
 /// At most this many literals for one regex: beyond it, the automaton grows
 /// for little filtering.
 const MAX_LITERALS: usize = 64;
+/// Literals longer than this add no selectivity worth their bytes.
+const MAX_LITERAL_LEN: usize = 48;
+
+type Set = Vec<String>;
 
 /// Lower-cased literals one of which every match of `pattern` contains, or
 /// `None` when there is no such set with literals of at least `min_len`
-/// bytes. Lower-casing is safe: the literals go into an ASCII
-/// case-insensitive automaton, which then finds a superset of candidates.
+/// bytes.
 pub fn required_literals(pattern: &str, min_len: usize) -> Option<Vec<String>> {
-    // A leading `(?i)` would expand every letter into its case variants and
-    // swamp the extractor's limits. The literals are lower-cased for an
-    // ASCII case-insensitive automaton anyway, so extract from the pattern
-    // without the flag. (Non-ASCII case variants such as the long s are
-    // folded by the normalised view, which is scanned too.)
-    let body = pattern.strip_prefix("(?i)").unwrap_or(pattern);
     let hir = regex_syntax::ParserBuilder::new()
         .build()
-        .parse(body)
+        .parse(pattern)
         .ok()?;
-    let mut best: Option<Vec<String>> = None;
-    for from_start in [true, false] {
-        let kind = if from_start {
-            ExtractKind::Prefix
-        } else {
-            ExtractKind::Suffix
-        };
-        // Generous limits: case-insensitive literals expand into every case
-        // variant, which lower-casing folds back into one.
-        let seq: Seq = Extractor::new()
-            .kind(kind)
-            .limit_total(4096)
-            .limit_literal_len(64)
-            .extract(&hir);
-        let Some(lits) = seq.literals() else { continue };
-        if lits.is_empty() {
-            continue;
-        }
-        let mut full = Vec::with_capacity(lits.len());
-        for l in lits {
-            match std::str::from_utf8(l.as_bytes()) {
-                Ok(s) if s.len() >= min_len => full.push(s.to_ascii_lowercase()),
-                _ => {
-                    full.clear();
-                    break;
-                }
-            }
-        }
-        if full.is_empty() {
-            continue;
-        }
-        // Too many literals (a class such as [0-9] multiplies them): cut
-        // them to a shorter prefix (or suffix) until few enough remain. A
-        // cut literal still occurs in every match, so the set stays a
-        // correct prefilter, only a looser one.
-        let longest = full.iter().map(String::len).max().unwrap_or(0);
-        let mut found = None;
-        for keep in (min_len..=longest).rev() {
-            let mut cut: Vec<String> = full.iter().map(|l| shorten(l, keep, from_start)).collect();
-            cut.sort();
-            cut.dedup();
-            if cut.len() <= MAX_LITERALS {
-                found = Some(cut);
-                break;
-            }
-        }
-        let Some(out) = found else { continue };
-        let shortest = |v: &[String]| v.iter().map(String::len).min().unwrap_or(0);
-        if best.as_ref().is_none_or(|b| shortest(&out) > shortest(b)) {
-            best = Some(out);
-        }
-    }
-    best
+    required_literals_hir(&hir, min_len)
 }
 
-/// The first (or last) `keep` bytes of `s`, on a character boundary.
-fn shorten(s: &str, keep: usize, from_start: bool) -> String {
-    if s.len() <= keep {
-        return s.to_string();
+/// [`required_literals`] of an already parsed regex.
+pub fn required_literals_hir(hir: &Hir, min_len: usize) -> Option<Vec<String>> {
+    let mut best = Best { min_len, set: None };
+    if let Some(s) = required(hir, min_len) {
+        best.consider(s);
     }
-    if from_start {
-        let mut end = keep;
-        while !s.is_char_boundary(end) {
-            end -= 1;
+    best.set.map(|mut s| {
+        s.sort();
+        s.dedup();
+        s
+    })
+}
+
+/// The best candidate set seen so far.
+struct Best {
+    min_len: usize,
+    set: Option<Set>,
+}
+
+fn score(s: &Set) -> (usize, std::cmp::Reverse<usize>, usize) {
+    let shortest = s.iter().map(String::len).min().unwrap_or(0);
+    (shortest.min(10), std::cmp::Reverse(s.len()), shortest)
+}
+
+impl Best {
+    fn consider(&mut self, s: Set) {
+        if s.is_empty() || s.len() > MAX_LITERALS || s.iter().any(|l| l.len() < self.min_len) {
+            return;
         }
-        s[..end].to_string()
-    } else {
-        let mut start = s.len() - keep;
-        while !s.is_char_boundary(start) {
-            start += 1;
+        if self.set.as_ref().is_none_or(|b| score(&s) > score(b)) {
+            self.set = Some(s);
         }
-        s[start..].to_string()
     }
+}
+
+/// The best set of strings one of which every match of `h` contains.
+fn required(h: &Hir, min_len: usize) -> Option<Set> {
+    match h.kind() {
+        HirKind::Empty | HirKind::Look(_) => None,
+        HirKind::Literal(_) | HirKind::Class(_) => exact(h),
+        HirKind::Capture(c) => required(&c.sub, min_len),
+        HirKind::Repetition(r) if r.min >= 1 => required(&r.sub, min_len),
+        HirKind::Repetition(_) => None,
+        HirKind::Alternation(branches) => {
+            // Every branch must contribute its own best set.
+            let mut out = Vec::new();
+            for b in branches {
+                let mut local = Best { min_len, set: None };
+                if let Some(s) = required(b, min_len) {
+                    local.consider(s);
+                }
+                out.extend(local.set?);
+                if out.len() > MAX_LITERALS {
+                    return None;
+                }
+            }
+            Some(out)
+        }
+        HirKind::Concat(children) => {
+            let mut local = Best { min_len, set: None };
+            let mut run: Option<Set> = None;
+            for c in children {
+                match exact(c) {
+                    Some(e) => {
+                        run = Some(match run.take() {
+                            None => e,
+                            Some(r) => match cross(&r, &e) {
+                                Some(x) => x,
+                                None => {
+                                    local.consider(r);
+                                    e
+                                }
+                            },
+                        });
+                    }
+                    None => {
+                        if let Some(r) = run.take() {
+                            local.consider(r);
+                        }
+                        if let Some(q) = required(c, min_len) {
+                            local.consider(q);
+                        }
+                    }
+                }
+            }
+            if let Some(r) = run {
+                local.consider(r);
+            }
+            local.set
+        }
+    }
+}
+
+/// The strings `h` matches when it matches only a few exact strings.
+fn exact(h: &Hir) -> Option<Set> {
+    match h.kind() {
+        HirKind::Empty | HirKind::Look(_) => Some(vec![String::new()]),
+        HirKind::Literal(l) => std::str::from_utf8(&l.0)
+            .ok()
+            .map(|s| vec![s.to_ascii_lowercase()]),
+        HirKind::Class(c) => class_char(c).map(|c| vec![c.to_string()]),
+        HirKind::Capture(c) => exact(&c.sub),
+        HirKind::Repetition(r) if Some(r.min) == r.max && r.min <= 4 => {
+            let e = exact(&r.sub)?;
+            let mut out = vec![String::new()];
+            for _ in 0..r.min {
+                out = cross(&out, &e)?;
+            }
+            Some(out)
+        }
+        HirKind::Repetition(_) => None,
+        HirKind::Alternation(bs) => {
+            let mut out = Vec::new();
+            for b in bs {
+                out.extend(exact(b)?);
+                if out.len() > MAX_LITERALS {
+                    return None;
+                }
+            }
+            Some(out)
+        }
+        HirKind::Concat(cs) => cs
+            .iter()
+            .try_fold(vec![String::new()], |acc, c| cross(&acc, &exact(c)?)),
+    }
+}
+
+fn cross(a: &Set, b: &Set) -> Option<Set> {
+    if a.len() * b.len() > MAX_LITERALS {
+        return None;
+    }
+    let mut out = Vec::with_capacity(a.len() * b.len());
+    for x in a {
+        for y in b {
+            if x.len() + y.len() > MAX_LITERAL_LEN {
+                return None;
+            }
+            out.push(format!("{x}{y}"));
+        }
+    }
+    out.sort();
+    out.dedup();
+    Some(out)
+}
+
+/// The one character a class stands for, modulo ASCII case (see the module
+/// comment for what that leaves out).
+fn class_char(c: &Class) -> Option<char> {
+    let chars: Vec<char> = match c {
+        Class::Unicode(u) => {
+            let mut v = Vec::new();
+            for r in u.ranges() {
+                for ch in r.start()..=r.end() {
+                    v.push(ch);
+                    if v.len() > 4 {
+                        return None;
+                    }
+                }
+            }
+            v
+        }
+        Class::Bytes(b) => {
+            let mut v = Vec::new();
+            for r in b.ranges() {
+                for byte in r.start()..=r.end() {
+                    if !byte.is_ascii() {
+                        return None;
+                    }
+                    v.push(byte as char);
+                    if v.len() > 4 {
+                        return None;
+                    }
+                }
+            }
+            v
+        }
+    };
+    if let [only] = chars[..] {
+        return Some(only.to_ascii_lowercase());
+    }
+    let ascii: Vec<char> = chars.iter().copied().filter(char::is_ascii).collect();
+    let letter = ascii.first()?.to_ascii_lowercase();
+    let folds_to_letter = |ch: char| match ch {
+        '\u{212A}' => letter == 'k',
+        '\u{017F}' => letter == 's',
+        _ => false,
+    };
+    let ok = letter.is_ascii_alphabetic()
+        && ascii.len() == 2
+        && ascii.iter().all(|a| a.to_ascii_lowercase() == letter)
+        && chars.iter().all(|c| c.is_ascii() || folds_to_letter(*c));
+    ok.then_some(letter)
+}
+
+/// A linear-syntax pattern whose matches contain every match of `pattern`,
+/// a regex that uses look-around or backreferences: look-around groups are
+/// dropped (they only narrow matches) and backreferences become `.*`. Its
+/// required literals are therefore required by `pattern` too.
+pub fn relax_backtracking(pattern: &str) -> String {
+    let b: Vec<char> = pattern.chars().collect();
+    let mut out = String::with_capacity(pattern.len());
+    let mut i = 0;
+    let mut in_class = false;
+    while i < b.len() {
+        let c = b[i];
+        if c == '\\' && i + 1 < b.len() {
+            let n = b[i + 1];
+            if !in_class && n.is_ascii_digit() && n != '0' {
+                out.push_str("(?s:.*)");
+                i += 2;
+                while i < b.len() && b[i].is_ascii_digit() {
+                    i += 1;
+                }
+                continue;
+            }
+            if !in_class && n == 'k' && b.get(i + 2) == Some(&'<') {
+                out.push_str("(?s:.*)");
+                i += 3;
+                while i < b.len() && b[i] != '>' {
+                    i += 1;
+                }
+                i += 1;
+                continue;
+            }
+            out.push(c);
+            out.push(n);
+            i += 2;
+            continue;
+        }
+        if in_class {
+            if c == ']' {
+                in_class = false;
+            }
+            out.push(c);
+            i += 1;
+            continue;
+        }
+        if c == '[' {
+            in_class = true;
+            out.push(c);
+            // A `]` right after `[` or `[^` is a literal member.
+            if b.get(i + 1) == Some(&'^') {
+                out.push('^');
+                i += 1;
+            }
+            if b.get(i + 1) == Some(&']') {
+                out.push(']');
+                i += 1;
+            }
+            i += 1;
+            continue;
+        }
+        let rest: String = b[i..b.len().min(i + 4)].iter().collect();
+        if ["(?=", "(?!", "(?<=", "(?<!"]
+            .iter()
+            .any(|p| rest.starts_with(p))
+        {
+            i = skip_group(&b, i);
+            continue;
+        }
+        out.push(c);
+        i += 1;
+    }
+    out
+}
+
+/// The index just past the group opening at `start`.
+fn skip_group(b: &[char], start: usize) -> usize {
+    let mut depth = 0usize;
+    let mut i = start;
+    let mut in_class = false;
+    while i < b.len() {
+        match b[i] {
+            '\\' => i += 1,
+            '[' if !in_class => in_class = true,
+            ']' if in_class => in_class = false,
+            '(' if !in_class => depth += 1,
+            ')' if !in_class => {
+                depth -= 1;
+                if depth == 0 {
+                    return i + 1;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    b.len()
 }
 
 #[cfg(test)]
@@ -113,23 +339,62 @@ mod tests {
             required_literals(r"curl\s.{0,80}\|\s*sh", 3),
             Some(vec!["curl".to_string()])
         );
-        // Case variants fold into one lower-case literal, prefix or suffix.
-        let ci = required_literals(r"(?i)ignore.{0,40}instructions", 3).unwrap();
-        assert!(ci.len() <= 8, "{ci:?}");
-        assert!(ci.iter().all(|l| l.len() >= 6));
-        assert!(ci
-            .iter()
-            .any(|l| "ignore".starts_with(l.as_str()) || "instructions".ends_with(l.as_str())));
         assert!(required_literals(r".{0,10}x", 3).is_none());
-        // Classes multiply literals; they are cut back to a common prefix.
+        // Case variants fold into one lower-case literal.
+        let ci = required_literals(r"(?i)ignore.{0,40}instructions", 3).unwrap();
+        assert_eq!(ci, vec!["instructions".to_string()]);
+        // A class of several letters ends the exact run before it; each
+        // alternation branch still contributes.
         let slack = required_literals(
             r"xox[abp]-[0-9]+-[a-z]{10,}|https://hooks\.example\.com/T[A-Z]",
             3,
         )
         .unwrap();
         assert!(
-            slack.len() <= 64 && slack.iter().any(|l| l.starts_with("xoxa-")),
+            slack.len() == 2 && slack.iter().any(|l| l == "xox"),
             "{slack:?}"
         );
+    }
+
+    #[test]
+    fn prefers_rare_inner_literals() {
+        let l = required_literals(
+            r"(?i)\b(ignore|skip)\s+(all\s+)?(previous|prior)\s+instructions",
+            3,
+        )
+        .unwrap();
+        assert_eq!(l, vec!["instructions".to_string()]);
+        // Case-insensitive letters fold to one literal, Kelvin sign or not.
+        assert_eq!(
+            required_literals(r"(?i)keystore", 3),
+            Some(vec!["keystore".to_string()])
+        );
+        // An optional piece is not required.
+        assert_eq!(
+            required_literals(r"(?i)(password)?\s*token", 3),
+            Some(vec!["token".to_string()])
+        );
+        // Alternation: each branch contributes its best.
+        let l = required_literals(r"(?i)(foo\s+bar|qux\s+baz)", 3).unwrap();
+        assert_eq!(l.len(), 2, "{l:?}");
+    }
+
+    #[test]
+    fn non_ascii_case_folding_is_not_a_literal() {
+        // Cyrillic in both cases cannot go into an ASCII-folding automaton.
+        assert!(required_literals(r"(?i)забудь", 3).is_none());
+        // Without case folding it can.
+        assert_eq!(
+            required_literals(r"忽略之前", 3),
+            Some(vec!["忽略之前".to_string()])
+        );
+    }
+
+    #[test]
+    fn relaxes_look_around_and_backreferences() {
+        assert_eq!(relax_backtracking(r"foo(?!bar)baz"), "foobaz");
+        assert_eq!(relax_backtracking(r"(?<=x[)])y"), "y");
+        assert_eq!(relax_backtracking(r"(a+)\1"), "(a+)(?s:.*)");
+        assert_eq!(relax_backtracking(r"[(?=]x"), "[(?=]x");
     }
 }

@@ -4,9 +4,10 @@
 //! the rule id), checked, and turned into a [`Predicate`] over interned
 //! atoms. All errors are collected; nothing is skipped.
 
+use crate::atr;
 use crate::config::{default_stages, ConfigSources, EvaluatorSource};
 use crate::error::{CompileError, CompileErrors};
-use crate::ir::{AtomKind, AtomTable, IrEvaluator, IrRule, IrSql, RuleSet};
+use crate::ir::{AtomKind, AtomTable, IrEvaluator, IrRule, IrSql, RuleNote, RuleSet};
 use crate::sigma::{self, mapping::SigmaContext};
 use crate::source::{CelRule, Common, MatchMode, PatternRule, PatternSpec, RegexRule, SqlRule};
 use crate::yaml;
@@ -39,6 +40,8 @@ pub fn lower(sources: ConfigSources) -> Result<RuleSet, CompileErrors> {
     let mut seen: HashMap<String, PathBuf> = HashMap::new();
     let mut enabled = Vec::new();
     let mut disabled = Vec::new();
+    let mut excluded = Vec::new();
+    let mut unsupported = Vec::new();
     for ev in &evaluators {
         let is_disabled = !ev.enabled || sources.disabled.contains(&ev.name);
         let base_stages = StageSet::of(
@@ -54,7 +57,8 @@ pub fn lower(sources: ConfigSources) -> Result<RuleSet, CompileErrors> {
             inline: ev.inline,
             rules: Vec::new(),
         };
-        for value in &ev.rules {
+        for (ri, value) in ev.rules.iter().enumerate() {
+            let path = ev.rule_paths.get(ri).unwrap_or(&ev.path);
             let id = rule_id(value);
             if ev.inline && id.as_ref().is_some_and(|id| tree_ids.contains(id)) {
                 continue;
@@ -62,13 +66,26 @@ pub fn lower(sources: ConfigSources) -> Result<RuleSet, CompileErrors> {
             if let Some(id) = &id {
                 if let Some(first) = seen.get(id) {
                     errors.push(CompileError::rule(
-                        &ev.path,
+                        path,
                         id,
                         format!("duplicate rule id (first defined in {})", first.display()),
                     ));
                     continue;
                 }
-                seen.insert(id.clone(), ev.path.clone());
+                seen.insert(id.clone(), path.clone());
+            }
+            if ev.engine == EngineKind::Atr {
+                if let Some(x) = id
+                    .as_ref()
+                    .and_then(|id| sources.atr.exclude.iter().find(|x| &x.id == id))
+                {
+                    excluded.push(RuleNote {
+                        path: path.clone(),
+                        rule: x.id.clone(),
+                        reason: x.reason.clone(),
+                    });
+                    continue;
+                }
             }
             let rule_disabled = id.as_ref().is_some_and(|id| sources.disabled.contains(id));
             let t = if is_disabled || rule_disabled {
@@ -78,20 +95,26 @@ pub fn lower(sources: ConfigSources) -> Result<RuleSet, CompileErrors> {
             };
             let ctx = RuleContext {
                 sigma: &sources.sigma,
+                atr: &sources.atr,
                 warnings: &mut warnings,
             };
             match lower_rule(
                 ev.engine,
                 base_stages,
                 ev.category.as_deref(),
-                &ev.path,
+                path,
                 value.clone(),
                 t,
                 ctx,
             ) {
-                Ok(rule) if !rule_disabled => out.rules.push(rule),
+                Ok(Some(rule)) if !rule_disabled => out.rules.push(rule),
                 Ok(_) => {}
-                Err(e) => errors.push(e),
+                Err(Unlowered::Error(e)) => errors.push(e),
+                Err(Unlowered::Unsupported(reason)) => unsupported.push(RuleNote {
+                    path: path.clone(),
+                    rule: id.clone().unwrap_or_default(),
+                    reason,
+                }),
             }
         }
         out.stages = out.rules.iter().fold(base_stages, |s, r| s.union(r.stages));
@@ -109,6 +132,14 @@ pub fn lower(sources: ConfigSources) -> Result<RuleSet, CompileErrors> {
             ));
         }
     }
+    for x in &sources.atr.exclude {
+        if !excluded.iter().any(|n: &RuleNote| n.rule == x.id) {
+            errors.push(CompileError::file(
+                &sources.path,
+                format!("atr.exclude: `{}` names no loaded ATR rule", x.id),
+            ));
+        }
+    }
     if !errors.is_empty() {
         return Err(CompileErrors(errors));
     }
@@ -123,7 +154,22 @@ pub fn lower(sources: ConfigSources) -> Result<RuleSet, CompileErrors> {
         checks: table.checks,
         inputs: sources.inputs,
         warnings,
+        excluded,
+        unsupported,
     })
+}
+
+/// Why a rule produced no IR rule.
+enum Unlowered {
+    Error(CompileError),
+    /// Valid, but beyond what Parallax evaluates (reported by `lint`).
+    Unsupported(String),
+}
+
+impl From<CompileError> for Unlowered {
+    fn from(e: CompileError) -> Self {
+        Unlowered::Error(e)
+    }
 }
 
 fn rule_id(v: &serde_yaml::Value) -> Option<String> {
@@ -133,6 +179,7 @@ fn rule_id(v: &serde_yaml::Value) -> Option<String> {
 /// What lowering a rule may need beyond the rule itself.
 struct RuleContext<'a> {
     sigma: &'a SigmaContext,
+    atr: &'a atr::AtrConfig,
     warnings: &'a mut Vec<String>,
 }
 
@@ -144,7 +191,7 @@ fn lower_rule(
     value: serde_yaml::Value,
     table: &mut AtomTable,
     ctx: RuleContext<'_>,
-) -> Result<IrRule, CompileError> {
+) -> Result<Option<IrRule>, Unlowered> {
     // Sigma's `id` is optional: name such a rule by its title.
     let label = rule_id(&value)
         .or_else(|| {
@@ -155,10 +202,17 @@ fn lower_rule(
         .unwrap_or_else(|| "<no id>".to_string());
     let err = |m: String| CompileError::rule(path, &label, m);
     if !value.is_mapping() {
-        return Err(err("a rule must be a mapping of keys to values".into()));
+        return Err(err("a rule must be a mapping of keys to values".into()).into());
     }
     let mut sql = None;
     let (common, predicate) = match engine {
+        EngineKind::Atr => {
+            let r: atr::AtrRule = yaml::from_value(value).map_err(err)?;
+            return match atr::lower_rule(&r, ctx.atr, table).map_err(err)? {
+                atr::Lowered::Rule(rule) => Ok(Some(*rule)),
+                atr::Lowered::Unsupported(why) => Err(Unlowered::Unsupported(why)),
+            };
+        }
         EngineKind::Regex => {
             let r: RegexRule = yaml::from_value(value).map_err(err)?;
             let p = lower_regex(&r, table).map_err(err)?;
@@ -185,7 +239,7 @@ fn lower_rule(
             if rule.category.is_none() {
                 rule.category = l.tag_category.map(str::to_string);
             }
-            return Ok(rule);
+            return Ok(Some(rule));
         }
         EngineKind::Sql => {
             let r: SqlRule = yaml::from_value(value).map_err(err)?;
@@ -195,7 +249,7 @@ fn lower_rule(
     };
     let mut rule = finish(common, stages, category, predicate).map_err(err)?;
     rule.sql = sql;
-    Ok(rule)
+    Ok(Some(rule))
 }
 
 /// Checks a SQL rule against the real schema in an in-memory SQLite: the

@@ -14,7 +14,7 @@
 //! Every path is linear in the input; none drops an atom.
 
 use crate::ir::{AtomKind, RuleSet};
-use crate::literals::required_literals;
+use crate::literals::{relax_backtracking, required_literals, required_literals_hir};
 use crate::stats::{AtomStat, FieldStat, RuleStat, Stats};
 use parallax_runtime::{
     Atom, AtomPath, EvaluatorMeta, FieldPlan, LiteralPlan, LiteralTarget, Program, RuleMeta,
@@ -22,7 +22,8 @@ use parallax_runtime::{
 };
 use regex_automata::dfa::{dense, StartKind};
 use regex_automata::MatchKind;
-use std::collections::BTreeMap;
+use regex_syntax::hir::{Hir, HirKind};
+use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
 
 /// Size budgets for the automata.
@@ -40,6 +41,16 @@ pub struct Limits {
     /// merged).
     pub prefer_prefilter_bytes: usize,
     pub strong_literal_len: usize,
+    /// Above this many distinct regex patterns the planner goes literal
+    /// first: an atom with required literals takes the prefilter path
+    /// without a DFA attempt, because every shard is a pass over every byte
+    /// and hundreds of shards cost more than verifying the few candidates
+    /// one Aho-Corasick pass raises (the ATR corpus: 3,300 patterns).
+    pub dfa_first_max_patterns: usize,
+    /// In literal-first mode, a DFA is tried only for patterns whose NFA
+    /// has at most this many states (larger ones rarely fit and each
+    /// attempt costs build time up to the budget).
+    pub max_nfa_states: usize,
 }
 
 impl Default for Limits {
@@ -50,6 +61,8 @@ impl Default for Limits {
             min_literal_len: 3,
             prefer_prefilter_bytes: 16 * 1024,
             strong_literal_len: 3,
+            dfa_first_max_patterns: 256,
+            max_nfa_states: 200,
         }
     }
 }
@@ -103,17 +116,17 @@ fn build_shards(
     }
 }
 
-/// Puts a regex atom on the verifier path, prefiltered by its required
-/// literals when it has any.
+/// Puts a regex atom on the verifier path, prefiltered by the required
+/// literals of `literal_source` (the pattern itself, or its relaxation for
+/// a backtracking pattern) when it has any.
 fn add_verifier(
     atom: u32,
-    pattern: &str,
-    limits: &Limits,
+    lits: Option<Vec<String>>,
+    backtrack: bool,
     literals: &mut BTreeMap<(String, bool), Vec<LiteralTarget>>,
     verifiers: &mut Vec<VerifierPlan>,
 ) -> AtomPath {
     let v = verifiers.len() as u32;
-    let lits = required_literals(pattern, limits.min_literal_len);
     let prefiltered = lits.is_some();
     for l in lits.into_iter().flatten() {
         literals
@@ -121,11 +134,142 @@ fn add_verifier(
             .or_default()
             .push(LiteralTarget::Verifier(v));
     }
-    verifiers.push(VerifierPlan { atom, prefiltered });
-    if prefiltered {
-        AtomPath::Prefiltered
-    } else {
-        AtomPath::Verified
+    verifiers.push(VerifierPlan {
+        atom,
+        prefiltered,
+        backtrack,
+    });
+    match (backtrack, prefiltered) {
+        (true, _) => AtomPath::Backtrack,
+        (false, true) => AtomPath::Prefiltered,
+        (false, false) => AtomPath::Verified,
+    }
+}
+
+/// What the planner learnt about one pattern (shared by the atoms of every
+/// field that pattern is scanned in).
+#[derive(Clone)]
+struct Analysis {
+    /// DFA size when built alone within budget.
+    dfa: Option<usize>,
+    backtrack: bool,
+    literals: Option<Vec<String>>,
+    note: Option<String>,
+}
+
+/// Why a pattern is not worth trying as a dense DFA, if it is not: each
+/// attempt on an explosive pattern costs build time up to the budget, and
+/// these shapes are known to explode or to be unsupported.
+fn dfa_obstacle(hir: &Hir) -> Option<String> {
+    if hir.properties().look_set().contains_word_unicode() {
+        return Some("Unicode word boundary: no DFA".into());
+    }
+    fn gap(h: &Hir) -> Option<(u32, u32)> {
+        match h.kind() {
+            HirKind::Repetition(r) => match r.max {
+                Some(max) if max - r.min > GAP_LIMIT && !is_single_literal(&r.sub) => {
+                    Some((r.min, max))
+                }
+                _ => gap(&r.sub),
+            },
+            HirKind::Capture(c) => gap(&c.sub),
+            HirKind::Concat(cs) | HirKind::Alternation(cs) => cs.iter().find_map(gap),
+            _ => None,
+        }
+    }
+    gap(hir).map(|(min, max)| format!("bounded gap {{{min},{max}}}: DFA would explode"))
+}
+
+/// Widest bounded repetition a DFA candidate may have.
+const GAP_LIMIT: u32 = 12;
+
+fn is_single_literal(h: &Hir) -> bool {
+    matches!(h.kind(), HirKind::Literal(_))
+}
+
+fn analyse(pattern: &str, limits: &Limits, literal_first: bool) -> Analysis {
+    let hir = match regex_syntax::ParserBuilder::new().build().parse(pattern) {
+        Ok(h) => h,
+        Err(_) => {
+            // Lowering checked that the backtracking engine takes it.
+            return Analysis {
+                dfa: None,
+                backtrack: true,
+                literals: required_literals(&relax_backtracking(pattern), limits.min_literal_len),
+                note: Some("look-around/backreference: bounded backtracking".into()),
+            };
+        }
+    };
+    let literals = || required_literals_hir(&hir, limits.min_literal_len);
+    if literal_first {
+        if let Some(l) = literals() {
+            return Analysis {
+                dfa: None,
+                backtrack: false,
+                literals: Some(l),
+                note: None,
+            };
+        }
+        let states = regex_automata::nfa::thompson::NFA::new(pattern)
+            .map(|n| n.states().len())
+            .unwrap_or(usize::MAX);
+        if states > limits.max_nfa_states {
+            return Analysis {
+                dfa: None,
+                backtrack: false,
+                literals: None,
+                note: Some(format!(
+                    "no required literal; NFA of {} states too large for a DFA",
+                    if states == usize::MAX {
+                        "unknown".to_string()
+                    } else {
+                        states.to_string()
+                    }
+                )),
+            };
+        }
+    }
+    if let Some(why) = dfa_obstacle(&hir) {
+        return Analysis {
+            dfa: None,
+            backtrack: false,
+            literals: literals(),
+            note: Some(why),
+        };
+    }
+    match build_dfa(&[pattern], limits.atom_dfa_bytes) {
+        // A big DFA with strong literals is cheaper found through them than
+        // carried in a shared DFA (big DFAs multiply when merged).
+        Ok(dfa)
+            if dfa.memory_usage() > limits.prefer_prefilter_bytes
+                && required_literals_hir(&hir, limits.strong_literal_len).is_some() =>
+        {
+            Analysis {
+                dfa: None,
+                backtrack: false,
+                literals: literals(),
+                note: Some(format!(
+                    "DFA {} KiB; strong literals",
+                    dfa.memory_usage() / 1024
+                )),
+            }
+        }
+        Ok(dfa) => Analysis {
+            dfa: Some(dfa.memory_usage()),
+            backtrack: false,
+            literals: None,
+            note: None,
+        },
+        Err(e) => Analysis {
+            dfa: None,
+            backtrack: false,
+            literals: literals(),
+            note: Some(if e.is_size_limit_exceeded() {
+                format!("DFA over {} KiB", limits.atom_dfa_bytes / 1024)
+            } else {
+                format!("no DFA: {e}")
+            }),
+        },
     }
 }
 
@@ -138,6 +282,16 @@ pub fn compile(rules: &RuleSet, limits: &Limits) -> Compiled {
     let mut fields = Vec::with_capacity(rules.fields.len());
     let mut dfas = Vec::with_capacity(rules.fields.len());
     let mut field_stats = Vec::new();
+    let mut analyses: HashMap<&str, Analysis> = HashMap::new();
+    let distinct: std::collections::HashSet<&str> = rules
+        .atoms
+        .iter()
+        .filter_map(|a| match &a.kind {
+            AtomKind::Regex { pattern, .. } => Some(pattern.as_str()),
+            AtomKind::Literal { .. } => None,
+        })
+        .collect();
+    let literal_first = distinct.len() > limits.dfa_first_max_patterns;
     for (fi, field) in rules.fields.iter().enumerate() {
         let mut literals: BTreeMap<(String, bool), Vec<LiteralTarget>> = BTreeMap::new();
         let mut cheap: Vec<(u32, &str)> = Vec::new();
@@ -145,6 +299,11 @@ pub fn compile(rules: &RuleSet, limits: &Limits) -> Compiled {
         for (ai, atom) in rules.atoms.iter().enumerate() {
             if atom.field as usize != fi {
                 continue;
+            }
+            if let AtomKind::Regex { pattern, .. } = &atom.kind {
+                if !analyses.contains_key(pattern.as_str()) {
+                    analyses.insert(pattern.as_str(), analyse(pattern, limits, literal_first));
+                }
             }
             let id = ai as u32;
             match &atom.kind {
@@ -163,38 +322,32 @@ pub fn compile(rules: &RuleSet, limits: &Limits) -> Compiled {
                     pattern,
                     validator: Some(_),
                 } => {
+                    let a = &analyses[pattern.as_str()];
                     atom_note[ai] = Some("validated matches".into());
+                    let lits = a
+                        .literals
+                        .clone()
+                        .or_else(|| required_literals(pattern, limits.min_literal_len));
                     atom_paths[ai] =
-                        add_verifier(id, pattern, limits, &mut literals, &mut verifiers);
+                        add_verifier(id, lits, a.backtrack, &mut literals, &mut verifiers);
                 }
                 AtomKind::Regex { pattern, .. } => {
-                    match build_dfa(&[pattern], limits.atom_dfa_bytes) {
-                        Ok(dfa)
-                            if dfa.memory_usage() > limits.prefer_prefilter_bytes
-                                && required_literals(pattern, limits.strong_literal_len)
-                                    .is_some() =>
-                        {
-                            atom_cost[ai] = dfa.memory_usage();
-                            atom_note[ai] = Some(format!(
-                                "DFA {} KiB; strong literals",
-                                dfa.memory_usage() / 1024
-                            ));
-                            atom_paths[ai] =
-                                add_verifier(id, pattern, limits, &mut literals, &mut verifiers);
-                        }
-                        Ok(dfa) => {
+                    let a = &analyses[pattern.as_str()];
+                    match a.dfa {
+                        Some(cost) => {
                             atom_paths[ai] = AtomPath::Dfa;
-                            atom_cost[ai] = dfa.memory_usage();
+                            atom_cost[ai] = cost;
                             cheap.push((id, pattern));
                         }
-                        Err(e) => {
-                            atom_note[ai] = Some(if e.is_size_limit_exceeded() {
-                                format!("DFA over {} KiB", limits.atom_dfa_bytes / 1024)
-                            } else {
-                                format!("no DFA: {e}")
-                            });
-                            atom_paths[ai] =
-                                add_verifier(id, pattern, limits, &mut literals, &mut verifiers);
+                        None => {
+                            atom_note[ai] = a.note.clone();
+                            atom_paths[ai] = add_verifier(
+                                id,
+                                a.literals.clone(),
+                                a.backtrack,
+                                &mut literals,
+                                &mut verifiers,
+                            );
                         }
                     }
                 }
@@ -223,7 +376,8 @@ pub fn compile(rules: &RuleSet, limits: &Limits) -> Compiled {
             let ai = id as usize;
             if let AtomKind::Regex { pattern, .. } = &rules.atoms[ai].kind {
                 atom_note[ai] = Some("did not fit any shard".into());
-                atom_paths[ai] = add_verifier(id, pattern, limits, &mut literals, &mut verifiers);
+                let lits = required_literals(pattern, limits.min_literal_len);
+                atom_paths[ai] = add_verifier(id, lits, false, &mut literals, &mut verifiers);
             }
         }
         let shards: Vec<ShardPlan> = built
@@ -246,6 +400,7 @@ pub fn compile(rules: &RuleSet, limits: &Limits) -> Compiled {
             shard_bytes: shards.iter().map(|s| s.bytes).collect(),
             literals: literal_plans.len(),
             verifiers: verifiers.len(),
+            literal_bytes: literal_bytes(&literal_plans),
         });
         fields.push(FieldPlan {
             field: field.clone(),
@@ -345,4 +500,28 @@ pub fn compile(rules: &RuleSet, limits: &Limits) -> Compiled {
         dfas,
         stats,
     }
+}
+
+/// Heap size of the Aho-Corasick automata the runtime builds from `plans`
+/// (built here once more, for stats only: milliseconds).
+fn literal_bytes(plans: &[LiteralPlan]) -> usize {
+    [false, true]
+        .iter()
+        .map(|ci| {
+            let lits: Vec<&str> = plans
+                .iter()
+                .filter(|l| l.case_insensitive == *ci)
+                .map(|l| l.text.as_str())
+                .collect();
+            if lits.is_empty() {
+                return 0;
+            }
+            aho_corasick::AhoCorasick::builder()
+                .ascii_case_insensitive(*ci)
+                .kind(Some(aho_corasick::AhoCorasickKind::DFA))
+                .build(&lits)
+                .map(|a| a.memory_usage())
+                .unwrap_or(0)
+        })
+        .sum()
 }

@@ -39,6 +39,9 @@ pub struct FieldStat {
     pub shard_bytes: Vec<usize>,
     pub literals: usize,
     pub verifiers: usize,
+    /// Bytes of the field's Aho-Corasick automata (0: none).
+    #[serde(default)]
+    pub literal_bytes: usize,
 }
 
 fn kib(bytes: usize) -> String {
@@ -68,6 +71,20 @@ impl fmt::Display for Stats {
         let total: usize = self.fields.iter().flat_map(|x| &x.shard_bytes).sum();
         let shards: usize = self.fields.iter().map(|x| x.shard_bytes.len()).sum();
         writeln!(f, "automata      {shards} DFA shards, {}", kib(total))?;
+        let ac: usize = self.fields.iter().filter(|x| x.literals > 0).count();
+        let ac_bytes: usize = self.fields.iter().map(|x| x.literal_bytes).sum();
+        let lits: usize = self.fields.iter().map(|x| x.literals).sum();
+        writeln!(
+            f,
+            "literals      {lits} in {ac} Aho-Corasick automata, {}",
+            kib(ac_bytes)
+        )?;
+        let mut per_path: std::collections::BTreeMap<&str, usize> = Default::default();
+        for a in self.rules.iter().flat_map(|r| &r.atoms) {
+            *per_path.entry(a.path.as_str()).or_default() += 1;
+        }
+        let paths: Vec<String> = per_path.iter().map(|(p, n)| format!("{p} {n}")).collect();
+        writeln!(f, "atom paths    {}", paths.join(", "))?;
         writeln!(f)?;
         writeln!(
             f,
@@ -108,6 +125,27 @@ impl fmt::Display for Stats {
                 kib(r.dfa_cost),
                 atoms.join(", ")
             )?;
+        }
+        let backtracking: Vec<String> = self
+            .rules
+            .iter()
+            .flat_map(|r| {
+                r.atoms
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, a)| a.path == AtomPath::Backtrack)
+                    .map(move |(i, a)| format!("{} atom {i} ({})", r.id, a.field))
+            })
+            .collect();
+        writeln!(f)?;
+        writeln!(
+            f,
+            "backtracking atoms ({}): bounded by a step limit, run only on a literal hit \
+             unless they have no literal",
+            backtracking.len()
+        )?;
+        for b in backtracking {
+            writeln!(f, "  {b}")?;
         }
         Ok(())
     }

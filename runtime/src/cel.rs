@@ -84,7 +84,7 @@ struct EventActivation<'a> {
     atom_fields: &'a [(u32, FieldRef)],
 }
 
-const TOP_NAMES: [(&str, TopField); 7] = [
+const TOP_NAMES: [(&str, TopField); 8] = [
     ("stage", TopField::Stage),
     ("session_id", TopField::SessionId),
     ("channel", TopField::Channel),
@@ -92,6 +92,7 @@ const TOP_NAMES: [(&str, TopField); 7] = [
     ("message_text", TopField::MessageText),
     ("tool_name", TopField::ToolName),
     ("model", TopField::Model),
+    ("response_text", TopField::ResponseText),
 ];
 
 const CANONICAL_NAMES: [(&str, Canonical); 8] = [
@@ -116,6 +117,7 @@ pub fn top_field(ev: &PreparedEvent, t: TopField) -> Option<&str> {
         TopField::MessageText => e.message_text.as_deref(),
         TopField::ToolName => e.tool_name.as_deref(),
         TopField::Model => e.model.as_deref(),
+        TopField::ResponseText => e.response_text.as_deref(),
     }
 }
 

@@ -75,7 +75,7 @@ pub struct Engine {
 pub struct Scratch {
     atoms: BitSet,
     candidates: BitSet,
-    caches: Vec<meta::Cache>,
+    caches: Vec<Option<meta::Cache>>,
     matched: Vec<u32>,
 }
 
@@ -278,7 +278,9 @@ impl Engine {
     /// longer compiles, which the compiler rules out).
     pub fn span_regex(&self, atom: u32) -> Option<&meta::Regex> {
         self.span_regexes[atom as usize]
-            .get_or_init(|| meta::Regex::new(&self.program.atoms[atom as usize].pattern).ok())
+            .get_or_init(|| {
+                crate::scan::linear_regex(&self.program.atoms[atom as usize].pattern).ok()
+            })
             .as_ref()
     }
 }

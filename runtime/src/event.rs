@@ -30,6 +30,8 @@ pub struct Event {
     pub params: Value,
     /// Free-form caller data, kept but never scanned.
     pub metadata: Value,
+    /// The model's output (stage `response.after`).
+    pub response_text: Option<String>,
 }
 
 /// Why an event was rejected; the message names the field.
@@ -43,7 +45,7 @@ pub enum EventError {
     MissingStage,
     #[error("field `{field}`: {why}")]
     BadField { field: &'static str, why: String },
-    #[error("unknown field `{0}` (known: stage, session_id, channel, user_id, timestamp, message_text, tool_name, tool_args, tool_result, model, params, metadata)")]
+    #[error("unknown field `{0}` (known: stage, session_id, channel, user_id, timestamp, message_text, tool_name, tool_args, tool_result, model, params, metadata, response_text)")]
     UnknownField(String),
 }
 
@@ -59,7 +61,7 @@ pub fn json_type(v: &Value) -> &'static str {
     }
 }
 
-const KNOWN: [&str; 12] = [
+const KNOWN: [&str; 13] = [
     "stage",
     "session_id",
     "channel",
@@ -72,6 +74,7 @@ const KNOWN: [&str; 12] = [
     "model",
     "params",
     "metadata",
+    "response_text",
 ];
 
 impl Event {
@@ -127,6 +130,7 @@ impl Event {
             model: opt_string(&mut obj, "model")?,
             params,
             metadata: take(&mut obj, "metadata"),
+            response_text: opt_string(&mut obj, "response_text")?,
         })
     }
 
@@ -142,6 +146,7 @@ impl Event {
             ("message_text", &self.message_text),
             ("tool_name", &self.tool_name),
             ("model", &self.model),
+            ("response_text", &self.response_text),
         ];
         for (k, v) in strings {
             if let Some(v) = v {

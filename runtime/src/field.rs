@@ -26,8 +26,8 @@ pub enum Canonical {
     Content,
     /// A SQL statement.
     Query,
-    /// All the event's text: the message, every string in the arguments and
-    /// every string in the result.
+    /// All the event's text: the message, every string in the arguments,
+    /// every string in the result and the model's response.
     Text,
     /// The program each segment of `command` runs (its first word), so that
     /// process-creation rules (Sigma's `Image`) can look at it alone.
@@ -45,6 +45,8 @@ pub enum TopField {
     MessageText,
     ToolName,
     Model,
+    /// The model's output, at `response.after`.
+    ResponseText,
 }
 
 /// JSON-valued parts of an event that a dotted path can walk into.
@@ -88,7 +90,7 @@ const CANONICAL: [(&str, Canonical); 8] = [
     ("executable", Canonical::Executable),
 ];
 
-const TOP: [(&str, TopField); 7] = [
+const TOP: [(&str, TopField); 8] = [
     ("stage", TopField::Stage),
     ("session_id", TopField::SessionId),
     ("channel", TopField::Channel),
@@ -96,6 +98,7 @@ const TOP: [(&str, TopField); 7] = [
     ("message_text", TopField::MessageText),
     ("tool_name", TopField::ToolName),
     ("model", TopField::Model),
+    ("response_text", TopField::ResponseText),
 ];
 
 const ROOTS: [(&str, JsonRoot); 3] = [
@@ -139,7 +142,7 @@ impl FieldRef {
         }
         Err(err(
             "expected a canonical field (command, path, write_path, url, content, query, text, executable), \
-             an event field (stage, session_id, channel, user_id, message_text, tool_name, model) \
+             an event field (stage, session_id, channel, user_id, message_text, tool_name, model, response_text) \
              or a path under tool_args, tool_result or params",
         ))
     }

@@ -262,6 +262,9 @@ impl PreparedEvent {
                     }
                     each_string(&e.tool_args, f);
                     each_string(&e.tool_result, f);
+                    if let Some(r) = &e.response_text {
+                        f(r);
+                    }
                 }
             },
             FieldRef::Top(t) => {
@@ -273,6 +276,7 @@ impl PreparedEvent {
                     TopField::MessageText => e.message_text.as_deref(),
                     TopField::ToolName => e.tool_name.as_deref(),
                     TopField::Model => e.model.as_deref(),
+                    TopField::ResponseText => e.response_text.as_deref(),
                 };
                 if let Some(v) = v {
                     f(v);

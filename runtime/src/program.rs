@@ -25,6 +25,9 @@ pub enum EngineKind {
     Pattern,
     Cel,
     Sigma,
+    /// Agent Threat Rules files (`<rules_dir>/atr/**`, `atr_dirs`): regex
+    /// conditions over ATR fields, one evaluator per ATR category.
+    Atr,
     // Other engines go above this line: `Sql` stays LAST.
     /// Temporal rules: SQL queries over the side-store of recent events
     /// (crate parallax-store). Last in the chain because they cost the most;
@@ -33,11 +36,12 @@ pub enum EngineKind {
 }
 
 impl EngineKind {
-    pub const ALL: [EngineKind; 5] = [
+    pub const ALL: [EngineKind; 6] = [
         EngineKind::Regex,
         EngineKind::Pattern,
         EngineKind::Cel,
         EngineKind::Sigma,
+        EngineKind::Atr,
         EngineKind::Sql,
     ];
 
@@ -47,6 +51,7 @@ impl EngineKind {
             EngineKind::Pattern => "pattern",
             EngineKind::Cel => "cel",
             EngineKind::Sigma => "sigma",
+            EngineKind::Atr => "atr",
             EngineKind::Sql => "sql",
         }
     }
@@ -171,6 +176,10 @@ pub enum AtomPath {
     /// Too costly for a DFA and without a usable literal: its own
     /// (linear-time) regex runs on every value of the field.
     Verified,
+    /// Syntax no automaton can take (look-around, backreferences): a
+    /// backtracking regex with a step limit, run only when its required
+    /// literals hit (or on every value when it has none).
+    Backtrack,
 }
 
 impl AtomPath {
@@ -180,6 +189,7 @@ impl AtomPath {
             AtomPath::Dfa => "dfa",
             AtomPath::Prefiltered => "prefiltered",
             AtomPath::Verified => "verified",
+            AtomPath::Backtrack => "backtrack",
         }
     }
 }
@@ -227,6 +237,9 @@ pub struct VerifierPlan {
     pub atom: u32,
     /// Runs only when one of its literals hit; otherwise on every value.
     pub prefiltered: bool,
+    /// Needs the bounded backtracking engine (look-around, backreferences).
+    #[serde(default)]
+    pub backtrack: bool,
 }
 
 impl Program {

@@ -88,6 +88,9 @@ pub fn for_each_source_mut(event: &mut Event, field: &FieldRef, f: &mut dyn FnMu
             }
             each_string_mut(&mut event.tool_args, f);
             each_string_mut(&mut event.tool_result, f);
+            if let Some(r) = &mut event.response_text {
+                f(r);
+            }
         }
         FieldRef::Canonical(_) => each_string_mut(&mut event.tool_args, f),
         FieldRef::Top(t) => {
@@ -99,6 +102,7 @@ pub fn for_each_source_mut(event: &mut Event, field: &FieldRef, f: &mut dyn FnMu
                 TopField::MessageText => event.message_text.as_mut(),
                 TopField::ToolName => event.tool_name.as_mut(),
                 TopField::Model => event.model.as_mut(),
+                TopField::ResponseText => event.response_text.as_mut(),
             };
             if let Some(v) = v {
                 f(v);

@@ -34,10 +34,25 @@ struct LiteralSet {
 pub(crate) struct Verifier {
     pub atom: u32,
     pub prefiltered: bool,
-    pub regex: meta::Regex,
+    pub matcher: Matcher,
     /// When set, the atom hits only if some match also passes it.
     pub validator: Option<Validator>,
 }
+
+/// How a verifier checks its atom.
+pub(crate) enum Matcher {
+    /// Linear time (lazy DFA / PikeVM under regex-automata's meta engine).
+    Linear(meta::Regex),
+    /// Look-around or backreferences: a backtracking engine whose step
+    /// budget is [`BACKTRACK_LIMIT`], so no input can keep a request busy.
+    Backtrack(Box<fancy_regex::Regex>),
+}
+
+/// Backtracking steps one backtracking atom may take on one value. Past it
+/// the atom counts as found (fail closed): input built to exhaust the
+/// budget is itself suspicious, and letting it through would make the
+/// budget an evasion.
+pub const BACKTRACK_LIMIT: usize = 200_000;
 
 pub(crate) struct FieldScanner {
     shards: Vec<Shard>,
@@ -67,6 +82,12 @@ pub enum ScanBuildError {
         field: String,
         atom: u32,
         source: Box<regex_automata::meta::BuildError>,
+    },
+    #[error("field `{field}`: backtracking verifier for atom {atom}: {source}")]
+    Backtrack {
+        field: String,
+        atom: u32,
+        source: Box<fancy_regex::Error>,
     },
 }
 
@@ -123,15 +144,29 @@ impl FieldScanner {
             .iter()
             .map(|v| {
                 let (pattern, validator) = atom_spec(v.atom);
-                let regex = meta::Regex::new(&pattern).map_err(|e| ScanBuildError::Verifier {
-                    field: field.clone(),
-                    atom: v.atom,
-                    source: Box::new(e),
-                })?;
+                let matcher = if v.backtrack {
+                    fancy_regex::RegexBuilder::new(&pattern)
+                        .backtrack_limit(BACKTRACK_LIMIT)
+                        .build()
+                        .map(|r| Matcher::Backtrack(Box::new(r)))
+                        .map_err(|e| ScanBuildError::Backtrack {
+                            field: field.clone(),
+                            atom: v.atom,
+                            source: Box::new(e),
+                        })?
+                } else {
+                    linear_regex(&pattern).map(Matcher::Linear).map_err(|e| {
+                        ScanBuildError::Verifier {
+                            field: field.clone(),
+                            atom: v.atom,
+                            source: e,
+                        }
+                    })?
+                };
                 Ok(Verifier {
                     atom: v.atom,
                     prefiltered: v.prefiltered,
-                    regex,
+                    matcher,
                     validator,
                 })
             })
@@ -151,7 +186,7 @@ impl FieldScanner {
         hay: &str,
         hits: &mut BitSet,
         candidates: &mut BitSet,
-        caches: &mut [meta::Cache],
+        caches: &mut [Option<meta::Cache>],
     ) {
         let bytes = hay.as_bytes();
         for shard in &self.shards {
@@ -177,21 +212,38 @@ impl FieldScanner {
             if hits.contains(v.atom as usize) || (v.prefiltered && !candidates.contains(slot)) {
                 continue;
             }
-            let hit = match v.validator {
-                None => {
+            let found = match (&v.matcher, v.validator) {
+                (Matcher::Linear(re), None) => {
                     let input = Input::new(bytes).earliest(true);
-                    v.regex.search_with(&mut caches[slot], &input).is_some()
+                    match &mut caches[slot] {
+                        Some(cache) => re.search_with(cache, &input).is_some(),
+                        None => re.search(&input).is_some(),
+                    }
                 }
-                Some(check) => any_valid_match(&v.regex, &mut caches[slot], hay, check),
+                (Matcher::Linear(re), Some(check)) => match &mut caches[slot] {
+                    Some(cache) => any_valid_match(re, cache, hay, check),
+                    None => any_valid_match(re, &mut re.create_cache(), hay, check),
+                },
+                // Err: the step budget ran out (see BACKTRACK_LIMIT).
+                (Matcher::Backtrack(re), None) => re.is_match(hay).unwrap_or(true),
+                (Matcher::Backtrack(re), Some(check)) => re.find_iter(hay).any(|m| match m {
+                    Ok(m) => check.check(m.as_str()),
+                    Err(_) => true,
+                }),
             };
-            if hit {
+            if found {
                 hits.insert(v.atom as usize);
             }
         }
     }
 
-    pub fn new_caches(&self) -> impl Iterator<Item = meta::Cache> + '_ {
-        self.verifiers.iter().map(|v| v.regex.create_cache())
+    /// One cache slot per verifier (none for backtracking verifiers:
+    /// fancy-regex keeps its own state).
+    pub fn new_caches(&self) -> impl Iterator<Item = Option<meta::Cache>> + '_ {
+        self.verifiers.iter().map(|v| match &v.matcher {
+            Matcher::Linear(re) => Some(re.create_cache()),
+            Matcher::Backtrack(_) => None,
+        })
     }
 }
 
@@ -244,4 +296,17 @@ fn scan_dfa<A: Automaton>(dfa: &A, atoms: &[u32], hay: &[u8], hits: &mut BitSet)
     if dfa.is_match_state(sid) {
         record(sid, hits);
     }
+}
+
+/// Compiled NFA size a verifier may reach. regex-automata's default (10 MiB)
+/// is too small for a few long case-insensitive Unicode rules of the ATR
+/// corpus; this only bounds memory, never match time.
+const NFA_SIZE_LIMIT: usize = 64 << 20;
+
+/// A linear-time regex for verification and span finding.
+pub fn linear_regex(pattern: &str) -> Result<meta::Regex, Box<meta::BuildError>> {
+    meta::Builder::new()
+        .configure(meta::Config::new().nfa_size_limit(Some(NFA_SIZE_LIMIT)))
+        .build(pattern)
+        .map_err(Box::new)
 }

@@ -19,14 +19,19 @@ pub enum Stage {
     /// Model parameters before the request is sent.
     #[serde(rename = "params.before")]
     ParamsBefore,
+    /// The model's response (`response_text`) before the agent acts on it or
+    /// shows it: where output rules (ATR `agent_output`) run.
+    #[serde(rename = "response.after")]
+    ResponseAfter,
 }
 
 impl Stage {
-    pub const ALL: [Stage; 4] = [
+    pub const ALL: [Stage; 5] = [
         Stage::MessageBefore,
         Stage::ToolBefore,
         Stage::ToolAfter,
         Stage::ParamsBefore,
+        Stage::ResponseAfter,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -35,6 +40,7 @@ impl Stage {
             Stage::ToolBefore => "tool.before",
             Stage::ToolAfter => "tool.after",
             Stage::ParamsBefore => "params.before",
+            Stage::ResponseAfter => "response.after",
         }
     }
 
@@ -53,7 +59,7 @@ impl fmt::Display for Stage {
 /// The error for a stage name that is not one of [`Stage::ALL`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown stage `{0}` (expected one of: message.before, tool.before, tool.after, params.before)"
+    "unknown stage `{0}` (expected one of: message.before, tool.before, tool.after, params.before, response.after)"
 )]
 pub struct UnknownStage(pub String);
 

@@ -48,6 +48,22 @@ pub fn run(config: Option<PathBuf>) -> ExitCode {
             ev.source.display()
         );
     }
+    for n in &rules.excluded {
+        println!(
+            "  excluded: {} ({}): {}",
+            n.rule,
+            n.path.display(),
+            n.reason
+        );
+    }
+    for n in &rules.unsupported {
+        println!(
+            "  unsupported: {} ({}): {}",
+            n.rule,
+            n.path.display(),
+            n.reason
+        );
+    }
     let baked = if compiled.program.fingerprint == crate::baked::FINGERPRINT {
         "identical to the baked rules"
     } else {

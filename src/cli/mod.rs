@@ -62,12 +62,21 @@ pub enum Command {
         sigma: Option<PathBuf>,
     },
     /// Run every rule's own test cases, and any fixture files given
-    /// (JSON lines: {"event", "action"?, "rules"?, "not_rules"?}).
+    /// (JSON lines: {"event", "action"?, "rules"?, "not_rules"?}); with
+    /// --atr, an ATR corpus's own cases instead.
     Test {
+        /// Config to test (with --atr: whose `atr:` section applies).
         #[arg(short, long)]
         config: Option<PathBuf>,
         /// Fixture files to run against the whole chain.
         fixtures: Vec<PathBuf>,
+        /// An ATR corpus (or its rules/ folder): run every rule's
+        /// true_positives, true_negatives and evasion_tests.
+        #[arg(long, value_name = "DIR")]
+        atr: Option<PathBuf>,
+        /// With --atr: list every failing case.
+        #[arg(long)]
+        failures: bool,
     },
     /// Generate documentation from the rules.
     Docs {
@@ -121,7 +130,20 @@ pub fn run(cli: Cli) -> ExitCode {
             None => lint::run(config),
         },
         Command::Compile { config, emit } => compile::run(config, emit),
-        Command::Test { config, fixtures } => test::run(config, fixtures),
+        Command::Test {
+            config,
+            fixtures,
+            atr: Some(dir),
+            failures,
+        } => {
+            if !fixtures.is_empty() {
+                return fail("fixture files and --atr are separate runs; give one or the other");
+            }
+            test::run_atr(dir, config, failures)
+        }
+        Command::Test {
+            config, fixtures, ..
+        } => test::run(config, fixtures),
         Command::Docs {
             what: DocsCommand::Rules { config },
         } => docs::run(config),

@@ -1,9 +1,12 @@
-//! `parallax test`: every rule's own cases, plus fixture files.
+//! `parallax test`: every rule's own cases, plus fixture files; with
+//! `--atr DIR`, an ATR corpus's own cases, with pass/fail counts per
+//! category.
 
 use super::fail;
-use crate::{loader, ruletest};
+use crate::{atr_cases, loader, ruletest};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Instant;
 
 pub fn run(config: Option<PathBuf>, fixtures: Vec<PathBuf>) -> ExitCode {
     let path = match loader::config_path(config.as_deref()) {
@@ -49,4 +52,36 @@ pub fn run(config: Option<PathBuf>, fixtures: Vec<PathBuf>) -> ExitCode {
     } else {
         ExitCode::FAILURE
     }
+}
+
+/// `parallax test --atr DIR`.
+pub fn run_atr(dir: PathBuf, config: Option<PathBuf>, failures: bool) -> ExitCode {
+    let started = Instant::now();
+    let engine = match atr_cases::compile(&dir, config.as_deref()) {
+        Ok(e) => e,
+        Err(e) => return fail(e),
+    };
+    let compiled_ms = started.elapsed().as_secs_f64() * 1000.0;
+    let summary = match atr_cases::run(&engine, &dir) {
+        Ok(s) => s,
+        Err(e) => return fail(e),
+    };
+    print!("{summary}");
+    if failures {
+        for f in &summary.failures {
+            println!("FAIL {f}");
+        }
+    } else if !summary.failures.is_empty() {
+        println!("(--failures lists the failing cases)");
+    }
+    println!(
+        "compiled in {compiled_ms:.0} ms, cases run in {:.0} ms (dynamic backend)",
+        started.elapsed().as_secs_f64() * 1000.0 - compiled_ms
+    );
+    let tp = summary.total(atr_cases::CaseKind::TruePositive);
+    let tn = summary.total(atr_cases::CaseKind::TrueNegative);
+    if tp.failed + tn.failed > 0 {
+        return ExitCode::FAILURE;
+    }
+    ExitCode::SUCCESS
 }

@@ -129,6 +129,8 @@ pub fn lint_dir(dir: &Path, ctx: &SigmaContext) -> Result<DirReport, CompileErro
         checks: table.checks,
         inputs: vec![dir.to_path_buf()],
         warnings: Vec::new(),
+        excluded: Vec::new(),
+        unsupported: Vec::new(),
     };
     Ok(DirReport {
         files: files.len(),

@@ -1,0 +1,536 @@
+//! Agent Threat Rules (ATR): loading the open rule format and lowering each
+//! rule to one Parallax rule.
+//!
+//! ATR files are one rule each (`rules/<category>/ATR-*.yaml`), found under
+//! `<rules_dir>/atr/` or any folder listed in `atr_dirs`. They are grouped
+//! into one evaluator per ATR category (`atr-prompt-injection`, …) so a
+//! verdict says which family fired without a new field in the program.
+//!
+//! Field mapping (see `docs/ATR.md`): an ATR field names a *kind of text*;
+//! each maps to the Parallax field and the stage where that text appears.
+//! Rules whose conditions need a session trace or metrics (`trace.*`,
+//! `behavioral.*`) cannot be expressed as text matches and are reported as
+//! unsupported — `lint` prints one line per rule — never silently dropped.
+
+use crate::error::CompileError;
+use crate::ir::{AtomKind, AtomTable, IrRule};
+use parallax_runtime::{
+    Action, Canonical, FieldRef, JsonRoot, Predicate, Priority, Stage, StageSet, TopField,
+};
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+
+/// The `atr:` section of `parallax.yaml`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AtrConfig {
+    /// Severities whose rules may block (default: critical, high).
+    #[serde(default = "default_block_severities")]
+    pub block_severities: Vec<String>,
+    /// A rule of such a severity blocks only if its `response.actions`
+    /// names one of these (default: block_input, block_tool); otherwise it
+    /// detects.
+    #[serde(default = "default_block_actions")]
+    pub block_actions: Vec<String>,
+    /// Rules left out on purpose, each with the reason (a rule that cannot
+    /// be compiled is an error unless it is listed here).
+    #[serde(default)]
+    pub exclude: Vec<Exclusion>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Exclusion {
+    pub id: String,
+    pub reason: String,
+}
+
+fn default_block_severities() -> Vec<String> {
+    vec!["critical".into(), "high".into()]
+}
+
+fn default_block_actions() -> Vec<String> {
+    vec!["block_input".into(), "block_tool".into()]
+}
+
+impl Default for AtrConfig {
+    fn default() -> Self {
+        AtrConfig {
+            block_severities: default_block_severities(),
+            block_actions: default_block_actions(),
+            exclude: Vec::new(),
+        }
+    }
+}
+
+/// The parts of an ATR rule Parallax reads. Unknown keys are allowed: the
+/// format carries much metadata (compliance mappings, provenance) that has
+/// no bearing on matching.
+#[derive(Debug, Clone, Deserialize)]
+pub struct AtrRule {
+    pub id: String,
+    pub title: Option<String>,
+    #[serde(default)]
+    pub description: String,
+    pub severity: Option<String>,
+    /// Reported with matches, as Sigma's `author` is.
+    pub author: Option<String>,
+    #[serde(default)]
+    pub tags: AtrTags,
+    pub detection: AtrDetection,
+    #[serde(default)]
+    pub response: AtrResponse,
+    #[serde(default)]
+    pub test_cases: AtrTestCases,
+    /// Older rules keep their evasion cases at the top level.
+    #[serde(default)]
+    pub evasion_tests: Vec<serde_yaml::Value>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct AtrTags {
+    pub category: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct AtrDetection {
+    pub conditions: Vec<AtrCondition>,
+    #[serde(default)]
+    pub condition: Option<String>,
+    /// Free text in the corpus; anything but strings is ignored.
+    #[serde(default)]
+    pub false_positives: Vec<serde_yaml::Value>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct AtrCondition {
+    pub field: String,
+    pub operator: String,
+    pub value: String,
+    #[serde(default)]
+    pub case_sensitive: Option<bool>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct AtrResponse {
+    #[serde(default)]
+    pub actions: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct AtrTestCases {
+    #[serde(default)]
+    pub true_positives: Vec<serde_yaml::Value>,
+    #[serde(default)]
+    pub true_negatives: Vec<serde_yaml::Value>,
+    #[serde(default)]
+    pub evasion_tests: Vec<serde_yaml::Value>,
+}
+
+/// One ATR file as found on disk.
+#[derive(Debug, Clone)]
+pub struct AtrFile {
+    pub path: PathBuf,
+    pub category: String,
+    pub value: serde_yaml::Value,
+}
+
+/// Every `*.yaml` / `*.yml` file under `dir`, recursively, in path order
+/// (so the chain never depends on the file system).
+pub fn find_files(dir: &Path, errors: &mut Vec<CompileError>) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let entries = match std::fs::read_dir(&d).and_then(|rd| {
+            rd.map(|e| e.map(|e| e.path()))
+                .collect::<std::io::Result<Vec<_>>>()
+        }) {
+            Ok(e) => e,
+            Err(source) => {
+                errors.push(CompileError::Io { path: d, source });
+                continue;
+            }
+        };
+        for p in entries {
+            if p.is_dir() {
+                stack.push(p);
+            } else if matches!(p.extension().and_then(|e| e.to_str()), Some("yaml" | "yml")) {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Reads the ATR files under `dir`; unreadable or non-YAML files are errors.
+pub fn load_dir(dir: &Path, errors: &mut Vec<CompileError>) -> Vec<AtrFile> {
+    let mut out = Vec::new();
+    for path in find_files(dir, errors) {
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(source) => {
+                errors.push(CompileError::Io { path, source });
+                continue;
+            }
+        };
+        let value: serde_yaml::Value = match serde_yaml::from_str(&text) {
+            Ok(v) => v,
+            Err(e) => {
+                errors.push(CompileError::file(&path, e.to_string()));
+                continue;
+            }
+        };
+        let category = value
+            .get("tags")
+            .and_then(|t| t.get("category"))
+            .and_then(|c| c.as_str())
+            .map(str::to_string)
+            .or_else(|| {
+                path.parent()
+                    .and_then(|p| p.file_name())
+                    .and_then(|n| n.to_str())
+                    .map(str::to_string)
+            })
+            .unwrap_or_else(|| "uncategorised".into());
+        out.push(AtrFile {
+            path,
+            category,
+            value,
+        });
+    }
+    out
+}
+
+/// Where an ATR field's text lives in a Parallax event.
+pub struct FieldMapping {
+    pub fields: Vec<FieldRef>,
+    pub stages: StageSet,
+}
+
+/// The Parallax fields and stages of an ATR field name, or `None` for the
+/// correlation fields (`trace.*`, `behavioral.*`) Parallax cannot evaluate.
+pub fn map_field(name: &str) -> Result<Option<FieldMapping>, String> {
+    let all = StageSet::of(&Stage::ALL);
+    let one = |f: FieldRef, s: &[Stage]| FieldMapping {
+        fields: vec![f],
+        stages: StageSet::of(s),
+    };
+    let tools = FieldRef::Json {
+        root: JsonRoot::Params,
+        path: vec!["tools".into()],
+    };
+    Ok(Some(match name {
+        "user_input" => one(
+            FieldRef::Top(TopField::MessageText),
+            &[Stage::MessageBefore],
+        ),
+        "tool_response" => one(
+            FieldRef::Json {
+                root: JsonRoot::ToolResult,
+                path: Vec::new(),
+            },
+            &[Stage::ToolAfter],
+        ),
+        // `tool_input` is a spelling of `tool_args` found in the corpus.
+        "tool_args" | "tool_input" => one(
+            FieldRef::Json {
+                root: JsonRoot::ToolArgs,
+                path: Vec::new(),
+            },
+            &[Stage::ToolBefore],
+        ),
+        "tool_name" => one(
+            FieldRef::Top(TopField::ToolName),
+            &[Stage::ToolBefore, Stage::ToolAfter],
+        ),
+        "tool_description" => one(tools, &[Stage::ParamsBefore]),
+        "agent_output" => one(
+            FieldRef::Top(TopField::ResponseText),
+            &[Stage::ResponseAfter],
+        ),
+        "content" => FieldMapping {
+            fields: vec![FieldRef::Canonical(Canonical::Text), tools],
+            stages: all,
+        },
+        n if n.starts_with("trace.") || n.starts_with("behavioral.") => return Ok(None),
+        other => {
+            return Err(format!(
+                "unknown ATR field `{other}` (known: user_input, tool_response, tool_args, \
+                 tool_name, tool_description, agent_output, content)"
+            ))
+        }
+    }))
+}
+
+/// The outcome of lowering one ATR rule.
+pub enum Lowered {
+    Rule(Box<IrRule>),
+    /// A correlation rule: reported by `lint`, not compiled.
+    Unsupported(String),
+}
+
+/// ATR patterns are written for JavaScript and Python engines, where an
+/// unescaped `[` inside a class is a literal bracket; in the Rust syntax it
+/// opens a nested class. Escaping it keeps the authors' meaning; nothing
+/// else is rewritten.
+pub fn normalise_dialect(pattern: &str) -> String {
+    let mut out = String::with_capacity(pattern.len());
+    let mut chars = pattern.chars().peekable();
+    let mut in_class = false;
+    let mut class_start = false;
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                out.push(c);
+                if let Some(n) = chars.next() {
+                    out.push(n);
+                }
+                class_start = false;
+                continue;
+            }
+            '[' if in_class => out.push_str("\\["),
+            '[' => {
+                in_class = true;
+                out.push(c);
+                if chars.peek() == Some(&'^') {
+                    out.push('^');
+                    chars.next();
+                }
+                class_start = true;
+                continue;
+            }
+            ']' if in_class && !class_start => {
+                in_class = false;
+                out.push(c);
+            }
+            _ => out.push(c),
+        }
+        class_start = false;
+    }
+    out
+}
+
+/// The regex an ATR condition stands for.
+fn condition_regex(c: &AtrCondition) -> Result<String, String> {
+    let ci = !c.case_sensitive.unwrap_or(false);
+    let esc = || regex_syntax::escape(&c.value);
+    let flag = if ci { "(?i)" } else { "" };
+    Ok(match c.operator.as_str() {
+        // ATR matching is case-insensitive unless a condition says
+        // `case_sensitive: true` (the schema's default, and what the
+        // corpus's own cases expect: `\bhow\s+were` must match "How were").
+        "regex" if ci && !c.value.starts_with("(?i)") => {
+            format!("(?i){}", normalise_dialect(&c.value))
+        }
+        "regex" => normalise_dialect(&c.value),
+        "contains" => format!("{flag}{}", esc()),
+        "exact" => format!("{flag}^{}$", esc()),
+        "starts_with" => format!("{flag}^{}", esc()),
+        other => {
+            return Err(format!(
+                "unknown operator `{other}` (known: regex, contains, exact, starts_with)"
+            ))
+        }
+    })
+}
+
+/// Whether a pattern compiles: in the linear engines, else in the bounded
+/// backtracking one (look-around, backreferences). The error names both.
+pub fn check_pattern(pattern: &str) -> Result<(), String> {
+    let linear = match regex_syntax::ParserBuilder::new().build().parse(pattern) {
+        Ok(_) => return Ok(()),
+        Err(e) => e,
+    };
+    match fancy_regex::Regex::new(pattern) {
+        Ok(_) => Ok(()),
+        Err(e) => Err(format!(
+            "malformed regex `{pattern}`: {e} (linear engine: {})",
+            linear.to_string().lines().last().unwrap_or_default()
+        )),
+    }
+}
+
+fn priority(severity: Option<&str>) -> Result<Priority, String> {
+    Ok(match severity.map(str::to_ascii_lowercase).as_deref() {
+        Some("critical") => Priority::Critical,
+        Some("high") => Priority::High,
+        Some("medium") | None => Priority::Medium,
+        Some("low") | Some("info") | Some("informational") => Priority::Low,
+        Some(other) => {
+            return Err(format!(
+                "unknown severity `{other}` (known: critical, high, medium, low, informational)"
+            ))
+        }
+    })
+}
+
+/// The action a rule gets under `config` (see [`AtrConfig`]).
+pub fn action(rule: &AtrRule, config: &AtrConfig) -> Action {
+    let severity = rule.severity.as_deref().unwrap_or("medium");
+    let may_block = config
+        .block_severities
+        .iter()
+        .any(|s| s.eq_ignore_ascii_case(severity));
+    let asks_block = rule
+        .response
+        .actions
+        .iter()
+        .any(|a| config.block_actions.contains(a));
+    if may_block && asks_block {
+        Action::Block
+    } else {
+        Action::Detect
+    }
+}
+
+/// Lowers one parsed ATR rule.
+pub fn lower_rule(
+    rule: &AtrRule,
+    config: &AtrConfig,
+    table: &mut AtomTable,
+) -> Result<Lowered, String> {
+    if rule.id.trim().is_empty() {
+        return Err("`id` must not be empty".into());
+    }
+    if rule.detection.conditions.is_empty() {
+        return Err("`detection.conditions` must not be empty".into());
+    }
+    let all = match rule.detection.condition.as_deref() {
+        None | Some("any") => false,
+        Some("all") => true,
+        Some(other) => {
+            return Err(format!(
+                "`detection.condition` must be `any` or `all`, got `{other}`"
+            ))
+        }
+    };
+    let mut parts = Vec::new();
+    let mut stages = StageSet::EMPTY;
+    for (i, c) in rule.detection.conditions.iter().enumerate() {
+        let mapping = match map_field(&c.field).map_err(|e| format!("condition {i}: {e}"))? {
+            Some(m) => m,
+            None => {
+                return Ok(Lowered::Unsupported(format!(
+                    "condition {i} reads `{}`, a session-trace/metric field; correlation rules \
+                     are not supported",
+                    c.field
+                )))
+            }
+        };
+        let pattern = condition_regex(c).map_err(|e| format!("condition {i}: {e}"))?;
+        check_pattern(&pattern).map_err(|e| format!("condition {i}: {e}"))?;
+        stages = stages.union(mapping.stages);
+        let atoms: Vec<Predicate> = mapping
+            .fields
+            .into_iter()
+            .map(|f| {
+                Predicate::Atom(table.atom(
+                    f,
+                    AtomKind::Regex {
+                        pattern: pattern.clone(),
+                        validator: None,
+                    },
+                ))
+            })
+            .collect();
+        parts.push(one_or(atoms, false));
+    }
+    Ok(Lowered::Rule(Box::new(IrRule {
+        id: rule.id.clone(),
+        title: rule.title.clone().unwrap_or_else(|| rule.id.clone()),
+        description: rule.description.trim().to_string(),
+        action: action(rule, config),
+        priority: priority(rule.severity.as_deref())?,
+        stages,
+        reason: None,
+        category: rule
+            .tags
+            .category
+            .as_deref()
+            .and_then(category)
+            .map(str::to_string),
+        false_positives: rule
+            .detection
+            .false_positives
+            .iter()
+            .filter_map(|v| v.as_str().map(str::to_string))
+            .collect(),
+        tests: Default::default(),
+        predicate: one_or(parts, all),
+        author: rule.author.clone(),
+        sql: None,
+    })))
+}
+
+/// The Parallax category of an ATR category, so ATR matches are reported
+/// and catalogued like every other rule's. ATR's categories are finer;
+/// each maps to the Parallax category of the harm it leads to.
+fn category(atr: &str) -> Option<&'static str> {
+    Some(match atr {
+        "prompt-injection" | "agent-manipulation" | "data-poisoning" => "prompt_injection",
+        "context-exfiltration" => "data_exfiltration",
+        "excessive-autonomy" => "dangerous_commands",
+        "model-abuse" | "model-security" => "model_manipulation",
+        "privilege-escalation" => "privilege_escalation",
+        "skill-compromise" | "tool-poisoning" => "supply_chain",
+        _ => return None,
+    })
+}
+
+fn one_or(mut parts: Vec<Predicate>, all: bool) -> Predicate {
+    if parts.len() == 1 {
+        return parts.remove(0);
+    }
+    if all {
+        Predicate::And(parts)
+    } else {
+        Predicate::Or(parts)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule(yaml: &str) -> AtrRule {
+        serde_yaml::from_str(yaml).unwrap()
+    }
+
+    #[test]
+    fn action_follows_severity_and_response() {
+        let c = AtrConfig::default();
+        let r = |sev: &str, act: &str| {
+            rule(&format!(
+                "id: X\nseverity: {sev}\ndetection: {{conditions: [], condition: any}}\n\
+                 response: {{actions: [{act}]}}"
+            ))
+        };
+        assert_eq!(action(&r("critical", "block_input"), &c), Action::Block);
+        assert_eq!(action(&r("high", "block_tool"), &c), Action::Block);
+        assert_eq!(action(&r("high", "alert"), &c), Action::Detect);
+        assert_eq!(action(&r("medium", "block_input"), &c), Action::Detect);
+    }
+
+    #[test]
+    fn fields_map_to_stages() {
+        let m = map_field("agent_output").unwrap().unwrap();
+        assert!(m.stages.contains(Stage::ResponseAfter));
+        assert!(map_field("trace.forbid_violation").unwrap().is_none());
+        assert!(map_field("tool_argz").is_err());
+    }
+
+    #[test]
+    fn malformed_patterns_are_errors_lookaround_is_not() {
+        assert!(check_pattern(r"(?i)foo(?!bar)").is_ok());
+        assert!(check_pattern(r"(a)\1").is_ok());
+        assert!(check_pattern(r"(unclosed").is_err());
+    }
+
+    #[test]
+    fn brackets_inside_classes_are_literal() {
+        assert_eq!(normalise_dialect(r"[^[\]]x"), r"[^\[\]]x");
+        assert_eq!(normalise_dialect(r"[]a]"), r"[]a]");
+        assert_eq!(normalise_dialect(r"\[[a-z]"), r"\[[a-z]");
+    }
+}
