@@ -60,9 +60,12 @@ fn atr_corpus_cases_pass() {
         "{summary}"
     );
     // Evasion cases record known bypasses; most failures are the rules' own
-    // (Python's `re` gives the same outcome, see docs/ATR.md). A floor
-    // catches regressions in the engine.
-    assert!(summary.total(CaseKind::Evasion).passed >= 990, "{summary}");
+    // (Python's `re` gives the same outcome, see docs/ATR.md). A documented
+    // bypass that Parallax's normalised view catches anyway counts as
+    // caught, not failed. A floor catches regressions in the engine.
+    let ev = summary.total(CaseKind::Evasion);
+    assert!(ev.passed + ev.caught >= 1030, "{summary}");
+    assert!(ev.caught >= 80, "{summary}");
 }
 
 fn list(summary: &atr_cases::Summary, kind: CaseKind) -> String {
