@@ -2,7 +2,12 @@
 //! HTTP server and the CLI commands, kept in a library so integration tests
 //! and benches drive exactly what the binary runs.
 
+pub mod audit;
+pub mod auth;
 pub mod baked;
 pub mod cli;
+pub mod limits;
 pub mod loader;
+pub mod metrics;
 pub mod server;
+pub mod webhook;

@@ -7,6 +7,7 @@
 //! step parses them per engine so its errors can name the rule.
 
 use crate::error::{CompileError, CompileErrors};
+use crate::source::RuleMode;
 use crate::yaml;
 use parallax_runtime::{
     EngineKind, ProxySettings, ReportingSettings, ServerSettings, Settings, Stage,
@@ -45,6 +46,8 @@ struct InlineEvaluator {
     enabled: bool,
     rules: Option<Vec<serde_yaml::Value>>,
     rules_file: Option<String>,
+    #[serde(default)]
+    mode: RuleMode,
 }
 
 #[derive(Debug, Deserialize)]
@@ -54,6 +57,8 @@ struct FileHeader {
     stages: Option<Vec<Stage>>,
     #[serde(default = "yes")]
     enabled: bool,
+    #[serde(default)]
+    mode: RuleMode,
 }
 
 #[derive(Debug, Deserialize)]
@@ -78,6 +83,8 @@ pub struct EvaluatorSource {
     /// `None`: the engine's default stages.
     pub stages: Option<Vec<Stage>>,
     pub enabled: bool,
+    /// The default mode of its rules.
+    pub mode: RuleMode,
     /// Defined inline in the config (rather than in the rules tree).
     pub inline: bool,
     /// The file its rules come from.
@@ -162,6 +169,7 @@ pub fn load(path: &Path) -> Result<ConfigSources, CompileErrors> {
                 engine: ev.engine,
                 stages: ev.stages,
                 enabled: ev.enabled,
+                mode: ev.mode,
                 inline: true,
                 path: src,
                 rules,
@@ -286,15 +294,16 @@ fn load_tree(
                         .and_then(|s| s.to_str())
                         .unwrap_or_default()
                         .to_string();
-                    let (name, stages, enabled) = match header {
-                        Some(h) => (h.name.unwrap_or(stem), h.stages, h.enabled),
-                        None => (stem, None, true),
+                    let (name, stages, enabled, mode) = match header {
+                        Some(h) => (h.name.unwrap_or(stem), h.stages, h.enabled, h.mode),
+                        None => (stem, None, true, RuleMode::Enforce),
                     };
                     out.push(EvaluatorSource {
                         name,
                         engine,
                         stages,
                         enabled,
+                        mode,
                         inline: false,
                         path: file,
                         rules,

@@ -61,6 +61,10 @@ pub struct IrRule {
     pub stages: StageSet,
     pub reason: Option<String>,
     pub predicate: Predicate,
+    /// Monitor mode (left out of the fingerprint input when false, so
+    /// enforcing rule sets keep their fingerprints).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub monitor: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -7,7 +7,7 @@
 use crate::config::{default_stages, ConfigSources, EvaluatorSource};
 use crate::error::{CompileError, CompileErrors};
 use crate::ir::{AtomKind, AtomTable, IrEvaluator, IrRule, RuleSet};
-use crate::source::{Common, MatchMode, PatternRule, PatternSpec, RegexRule};
+use crate::source::{Common, MatchMode, PatternRule, PatternSpec, RegexRule, RuleMode};
 use crate::yaml;
 use parallax_runtime::{EngineKind, FieldRef, Predicate, StageSet};
 use std::collections::{HashMap, HashSet};
@@ -74,7 +74,7 @@ pub fn lower(sources: ConfigSources) -> Result<RuleSet, CompileErrors> {
             } else {
                 &mut table
             };
-            match lower_rule(ev.engine, base_stages, &ev.path, value.clone(), t) {
+            match lower_rule(ev.engine, base_stages, ev.mode, &ev.path, value.clone(), t) {
                 Ok(rule) if !rule_disabled => out.rules.push(rule),
                 Ok(_) => {}
                 Err(e) => errors.push(e),
@@ -116,6 +116,7 @@ fn rule_id(v: &serde_yaml::Value) -> Option<String> {
 fn lower_rule(
     engine: EngineKind,
     stages: StageSet,
+    mode: RuleMode,
     path: &Path,
     value: serde_yaml::Value,
     table: &mut AtomTable,
@@ -137,10 +138,15 @@ fn lower_rule(
             (r.common(), p)
         }
     };
-    finish(common, stages, predicate).map_err(err)
+    finish(common, stages, mode, predicate).map_err(err)
 }
 
-fn finish(c: Common, stages: StageSet, predicate: Predicate) -> Result<IrRule, String> {
+fn finish(
+    c: Common,
+    stages: StageSet,
+    mode: RuleMode,
+    predicate: Predicate,
+) -> Result<IrRule, String> {
     if c.id.trim().is_empty() {
         return Err("`id` must not be empty".into());
     }
@@ -158,6 +164,7 @@ fn finish(c: Common, stages: StageSet, predicate: Predicate) -> Result<IrRule, S
         stages,
         reason: c.reason,
         predicate,
+        monitor: c.mode.unwrap_or(mode) == RuleMode::Monitor,
     })
 }
 

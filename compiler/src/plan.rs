@@ -275,6 +275,7 @@ pub fn compile(rules: &RuleSet, limits: &Limits) -> Compiled {
                 evaluator: ei as u32,
                 reason: r.reason.clone(),
                 predicate: r.predicate.clone(),
+                monitor: r.monitor,
             });
         }
     }

@@ -26,6 +26,18 @@ pub struct Common {
     pub reason: Option<String>,
     /// Replaces the evaluator's stages for this rule.
     pub stages: Option<Vec<Stage>>,
+    /// Replaces the evaluator's mode for this rule.
+    pub mode: Option<RuleMode>,
+}
+
+/// Whether a rule's action is enforced or only reported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RuleMode {
+    #[default]
+    Enforce,
+    /// Report what the rule would do; its action counts as `detect` at most.
+    Monitor,
 }
 
 /// Declares an engine's rule struct with the [`Common`] keys added.
@@ -48,6 +60,7 @@ macro_rules! rule_source {
             pub priority: Priority,
             pub reason: Option<String>,
             pub stages: Option<Vec<Stage>>,
+            pub mode: Option<RuleMode>,
             $($(#[$fm])* pub $f: $t,)*
         }
 
@@ -61,6 +74,7 @@ macro_rules! rule_source {
                     priority: self.priority,
                     reason: self.reason.clone(),
                     stages: self.stages.clone(),
+                    mode: self.mode,
                 }
             }
         }

@@ -32,7 +32,10 @@ pub use program::{
     Atom, AtomPath, EngineKind, EvaluatorMeta, FieldPlan, LiteralPlan, LiteralTarget, Program,
     RuleMeta, ShardPlan, VerifierPlan,
 };
-pub use report::{Report, RuleResult};
+pub use report::{mask_secret_text, mask_secrets, EvaluationFailure, Report, RuleResult};
 pub use scan::ShardDfa;
-pub use settings::{ProxySettings, ReportingSettings, ServerSettings, Settings};
+pub use settings::{
+    FailMode, FsyncPolicy, OnFull, ProxySettings, ReportingSettings, ServerSettings, Settings,
+    WebhookFormat,
+};
 pub use stage::{Stage, StageSet};

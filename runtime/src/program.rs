@@ -78,6 +78,10 @@ pub struct RuleMeta {
     pub evaluator: u32,
     pub reason: Option<String>,
     pub predicate: Predicate,
+    /// Monitor mode: the rule's hits are reported (`would_block`) but its
+    /// action counts as at most `detect`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub monitor: bool,
 }
 
 /// One thing to look for in one field.

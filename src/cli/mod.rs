@@ -40,8 +40,14 @@ pub enum Command {
         /// Refuse to start unless the configured rules are the baked ones.
         #[arg(long)]
         baked_only: bool,
+        /// Monitor mode for every rule: verdicts are computed and logged
+        /// (`would_block`) but the returned action is at most `detect`.
+        #[arg(long)]
+        monitor: bool,
     },
     /// Evaluate JSON events, one per line, printing one verdict per line.
+    /// Audit log lines are accepted too: their `event` is evaluated and the
+    /// verdict compared with the recorded one (`replay`).
     Eval {
         #[arg(short, long)]
         config: Option<PathBuf>,
@@ -82,7 +88,15 @@ pub fn run(cli: Cli) -> ExitCode {
             port,
             log_level,
             baked_only,
-        } => serve::run(config, host, port, &log_level, baked_only),
+            monitor,
+        } => serve::run(serve::Options {
+            config,
+            host,
+            port,
+            log_level,
+            baked_only,
+            monitor,
+        }),
         Command::Eval {
             config,
             file,
