@@ -577,6 +577,16 @@ async fn evaluate(req: Request<Incoming>, state: &AppState) -> Response<Body> {
         }
     };
     let started = Instant::now();
+    if let Err(e) = std::str::from_utf8(&body) {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "malformed_json",
+            format!(
+                "malformed JSON: the body is not valid UTF-8 (byte {})",
+                e.valid_up_to()
+            ),
+        );
+    }
     let value: serde_json::Value = match serde_json::from_slice(&body) {
         Ok(v) => v,
         Err(e) => {
