@@ -10,4 +10,5 @@ pub mod limits;
 pub mod loader;
 pub mod metrics;
 pub mod server;
+pub mod validate;
 pub mod webhook;

@@ -43,13 +43,8 @@ pub fn run(opts: Options) -> ExitCode {
             settings.server.auth_token = Some(token);
         }
     }
-    if settings
-        .server
-        .auth_token
-        .as_deref()
-        .is_some_and(|t| t.trim().is_empty())
-    {
-        return fail("server.auth_token is empty; remove it or set a real token");
+    if let Some(p) = crate::validate::problems(&settings).first() {
+        return fail(p);
     }
     settings.server.monitor |= opts.monitor;
     let runtime = match tokio::runtime::Builder::new_multi_thread()
