@@ -712,3 +712,59 @@ fn fail_mode_decides_and_says_so() {
             .contains("parallax_evaluation_failures_total 1\n"));
     }
 }
+
+/// The binary: SIGHUP recompiles the config it was started with.
+#[cfg(unix)]
+#[test]
+fn sighup_reloads_the_running_binary() {
+    use std::process::{Command, Stdio};
+    let dir = temp_dir("sighup");
+    let config = reload_config(&dir, r"\bfoo\b");
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = Command::new(env!("CARGO_BIN_EXE_parallax"))
+        .args(["serve", "--port", &port.to_string(), "-c"])
+        .arg(&config)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    struct Kill(std::process::Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let pid = child.id().to_string();
+    let _guard = Kill(child);
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while TcpStream::connect(addr).is_err() {
+        assert!(Instant::now() < deadline, "the server did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let action = |cmd: &str| {
+        evaluate(
+            addr,
+            &json!({"stage": "tool.before", "tool_args": {"command": cmd}}),
+        )["action"]
+            .clone()
+    };
+    assert_eq!(action("bar"), "allow");
+    reload_config(&dir, r"\bbar\b");
+    assert!(Command::new("kill")
+        .args(["-HUP", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while action("bar") != "block" {
+        assert!(Instant::now() < deadline, "SIGHUP did not reload the rules");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(action("foo"), "allow");
+}

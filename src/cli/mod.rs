@@ -23,7 +23,8 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Serve the HTTP API (POST /evaluate, GET /health).
+    /// Serve the HTTP API (POST /evaluate, GET /health, GET /metrics,
+    /// POST /admin/reload); SIGHUP reloads the rules.
     Serve {
         /// Config file (default: ./parallax.yaml, else the baked config).
         #[arg(short, long)]
