@@ -24,7 +24,11 @@ fuzz_target!(|data: &[u8]| {
     };
     let engine = if which % 2 == 0 { "regex" } else { "pattern" };
     let d = dir();
-    let other = if engine == "regex" { "pattern" } else { "regex" };
+    let other = if engine == "regex" {
+        "pattern"
+    } else {
+        "regex"
+    };
     let _ = std::fs::remove_file(d.join(format!("rules/{other}/f.yaml")));
     std::fs::write(d.join(format!("rules/{engine}/f.yaml")), body).expect("write the rule file");
     if let Ok(rules) = parallax_compiler::load(&d.join("parallax.yaml")) {
