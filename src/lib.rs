@@ -3,10 +3,16 @@
 //! and benches drive exactly what the binary runs.
 
 pub mod atr_cases;
+pub mod audit;
+pub mod auth;
 pub mod baked;
 pub mod cli;
 pub mod docs;
+pub mod limits;
 pub mod loader;
+pub mod metrics;
 pub mod ruletest;
 pub mod sequence_case;
 pub mod server;
+pub mod validate;
+pub mod webhook;

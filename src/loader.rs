@@ -35,6 +35,19 @@ pub enum LoadError {
     },
     #[error("config file {0} does not exist")]
     Missing(PathBuf),
+    #[error("invalid settings in {path}:\n  {}", problems.join("\n  "))]
+    Settings { path: String, problems: Vec<String> },
+}
+
+fn check_settings(settings: &Settings, path: Option<&Path>) -> Result<(), LoadError> {
+    let problems = crate::validate::problems(settings);
+    if problems.is_empty() {
+        return Ok(());
+    }
+    Err(LoadError::Settings {
+        path: path.map_or("<baked config>".into(), |p| p.display().to_string()),
+        problems,
+    })
 }
 
 /// A ready engine and where it came from.
@@ -65,6 +78,7 @@ pub fn load(config: Option<&Path>, baked_only: bool) -> Result<Loaded, LoadError
     let Some(path) = config_path(config)? else {
         let engine = baked::engine()?;
         let settings = engine.program().settings.clone();
+        check_settings(&settings, None)?;
         return Ok(Loaded {
             engine,
             settings,
@@ -74,6 +88,7 @@ pub fn load(config: Option<&Path>, baked_only: bool) -> Result<Loaded, LoadError
     };
     let rules = parallax_compiler::load(&path)?;
     let settings = rules.settings.clone();
+    check_settings(&settings, Some(&path))?;
     let engine = engine_for(&rules, baked_only, &path)?;
     Ok(Loaded {
         engine,

@@ -460,6 +460,7 @@ pub fn lower_rule(
         predicate: one_or(parts, all),
         author: rule.author.clone(),
         sql: None,
+        monitor: false,
     })))
 }
 

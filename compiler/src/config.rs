@@ -9,6 +9,7 @@
 use crate::atr::{self, AtrConfig, AtrFile};
 use crate::error::{CompileError, CompileErrors};
 use crate::sigma::mapping::{SigmaConfig, SigmaContext};
+use crate::source::RuleMode;
 use crate::yaml;
 use parallax_runtime::{
     EngineKind, ProxySettings, ReportingSettings, ServerSettings, Settings, Stage, StateSettings,
@@ -60,6 +61,8 @@ struct InlineEvaluator {
     rules: Option<Vec<serde_yaml::Value>>,
     rules_file: Option<String>,
     category: Option<String>,
+    #[serde(default)]
+    mode: RuleMode,
 }
 
 #[derive(Debug, Deserialize)]
@@ -71,6 +74,8 @@ struct FileHeader {
     stages: Option<Vec<Stage>>,
     #[serde(default = "yes")]
     enabled: bool,
+    #[serde(default)]
+    mode: RuleMode,
 }
 
 #[derive(Debug, Deserialize)]
@@ -97,6 +102,8 @@ pub struct EvaluatorSource {
     pub enabled: bool,
     /// Default category of its rules.
     pub category: Option<String>,
+    /// The default mode of its rules.
+    pub mode: RuleMode,
     /// Defined inline in the config (rather than in the rules tree).
     pub inline: bool,
     /// The file its rules come from.
@@ -213,6 +220,7 @@ pub fn load(path: &Path) -> Result<ConfigSources, CompileErrors> {
                 stages: ev.stages,
                 enabled: ev.enabled,
                 category: ev.category,
+                mode: ev.mode,
                 inline: true,
                 path: src,
                 rules,
@@ -283,6 +291,7 @@ fn atr_evaluators(mut files: Vec<AtrFile>, inputs: &mut Vec<PathBuf>) -> Vec<Eva
                 enabled: true,
                 // Each rule's own category (mapped from ATR's) applies.
                 category: None,
+                mode: RuleMode::Enforce,
                 inline: false,
                 path: f.path.parent().unwrap_or(&f.path).to_path_buf(),
                 rules: Vec::new(),
@@ -400,9 +409,15 @@ fn load_tree(
                         .and_then(|s| s.to_str())
                         .unwrap_or_default()
                         .to_string();
-                    let (name, stages, enabled, category) = match header {
-                        Some(h) => (h.name.unwrap_or(stem), h.stages, h.enabled, h.category),
-                        None => (stem, None, true, None),
+                    let (name, stages, enabled, category, mode) = match header {
+                        Some(h) => (
+                            h.name.unwrap_or(stem),
+                            h.stages,
+                            h.enabled,
+                            h.category,
+                            h.mode,
+                        ),
+                        None => (stem, None, true, None, RuleMode::Enforce),
                     };
                     out.push(EvaluatorSource {
                         name,
@@ -410,6 +425,7 @@ fn load_tree(
                         stages,
                         enabled,
                         category,
+                        mode,
                         inline: false,
                         path: file,
                         rules,
@@ -458,9 +474,15 @@ fn load_sigma_tree(
                     .map(|c| c.as_os_str().to_string_lossy().into_owned())
                     .collect::<Vec<_>>()
                     .join("/");
-                let (name, stages, enabled, category) = match header {
-                    Some(h) => (h.name.unwrap_or(stem), h.stages, h.enabled, h.category),
-                    None => (stem, None, true, None),
+                let (name, stages, enabled, category, mode) = match header {
+                    Some(h) => (
+                        h.name.unwrap_or(stem),
+                        h.stages,
+                        h.enabled,
+                        h.category,
+                        h.mode,
+                    ),
+                    None => (stem, None, true, None, RuleMode::Enforce),
                 };
                 out.push(EvaluatorSource {
                     name,
@@ -468,6 +490,7 @@ fn load_sigma_tree(
                     stages,
                     enabled,
                     category,
+                    mode,
                     inline: false,
                     path: file,
                     rules,

@@ -89,6 +89,10 @@ pub struct IrRule {
     /// predicate is `Const(false)`: no automaton can see a time window).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sql: Option<IrSql>,
+    /// Monitor mode (left out of the fingerprint input when false, so
+    /// enforcing rule sets keep their fingerprints).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub monitor: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -9,7 +9,9 @@ use crate::config::{default_stages, ConfigSources, EvaluatorSource};
 use crate::error::{CompileError, CompileErrors};
 use crate::ir::{AtomKind, AtomTable, IrEvaluator, IrRule, IrSql, RuleNote, RuleSet};
 use crate::sigma::{self, mapping::SigmaContext};
-use crate::source::{CelRule, Common, MatchMode, PatternRule, PatternSpec, RegexRule, SqlRule};
+use crate::source::{
+    CelRule, Common, MatchMode, PatternRule, PatternSpec, RegexRule, RuleMode, SqlRule,
+};
 use crate::yaml;
 use parallax_runtime::{Action, EngineKind, FieldRef, Predicate, StageSet};
 use std::collections::{HashMap, HashSet};
@@ -98,15 +100,12 @@ pub fn lower(sources: ConfigSources) -> Result<RuleSet, CompileErrors> {
                 atr: &sources.atr,
                 warnings: &mut warnings,
             };
-            match lower_rule(
-                ev.engine,
-                base_stages,
-                ev.category.as_deref(),
-                path,
-                value.clone(),
-                t,
-                ctx,
-            ) {
+            let defaults = Defaults {
+                stages: base_stages,
+                category: ev.category.as_deref(),
+                mode: ev.mode,
+            };
+            match lower_rule(ev.engine, defaults, path, value.clone(), t, ctx) {
                 Ok(Some(rule)) if !rule_disabled => out.rules.push(rule),
                 Ok(_) => {}
                 Err(Unlowered::Error(e)) => errors.push(e),
@@ -183,10 +182,17 @@ struct RuleContext<'a> {
     warnings: &'a mut Vec<String>,
 }
 
+/// What a rule inherits from its evaluator unless it says otherwise.
+#[derive(Debug, Clone, Copy)]
+struct Defaults<'a> {
+    stages: StageSet,
+    category: Option<&'a str>,
+    mode: RuleMode,
+}
+
 fn lower_rule(
     engine: EngineKind,
-    stages: StageSet,
-    category: Option<&str>,
+    defaults: Defaults<'_>,
     path: &Path,
     value: serde_yaml::Value,
     table: &mut AtomTable,
@@ -209,7 +215,10 @@ fn lower_rule(
         EngineKind::Atr => {
             let r: atr::AtrRule = yaml::from_value(value).map_err(err)?;
             return match atr::lower_rule(&r, ctx.atr, table).map_err(err)? {
-                atr::Lowered::Rule(rule) => Ok(Some(*rule)),
+                atr::Lowered::Rule(mut rule) => {
+                    rule.monitor = defaults.mode == RuleMode::Monitor;
+                    Ok(Some(*rule))
+                }
                 atr::Lowered::Unsupported(why) => Err(Unlowered::Unsupported(why)),
             };
         }
@@ -234,7 +243,7 @@ fn lower_rule(
                 ctx.warnings
                     .push(format!("{}: rule `{}`: {w}", path.display(), l.common.id));
             }
-            let mut rule = finish(l.common, stages, category, l.predicate).map_err(err)?;
+            let mut rule = finish(l.common, defaults, l.predicate).map_err(err)?;
             rule.author = l.author;
             if rule.category.is_none() {
                 rule.category = l.tag_category.map(str::to_string);
@@ -247,7 +256,7 @@ fn lower_rule(
             (r.common(), Predicate::Const(false))
         }
     };
-    let mut rule = finish(common, stages, category, predicate).map_err(err)?;
+    let mut rule = finish(common, defaults, predicate).map_err(err)?;
     rule.sql = sql;
     Ok(Some(rule))
 }
@@ -270,19 +279,14 @@ fn lower_sql(r: &SqlRule) -> Result<IrSql, String> {
     })
 }
 
-fn finish(
-    c: Common,
-    stages: StageSet,
-    category: Option<&str>,
-    predicate: Predicate,
-) -> Result<IrRule, String> {
+fn finish(c: Common, defaults: Defaults<'_>, predicate: Predicate) -> Result<IrRule, String> {
     if c.id.trim().is_empty() {
         return Err("`id` must not be empty".into());
     }
     let stages = match c.stages {
         Some(s) if s.is_empty() => return Err("`stages` must not be empty".into()),
         Some(s) => StageSet::of(&s),
-        None => stages,
+        None => defaults.stages,
     };
     Ok(IrRule {
         title: c.title.unwrap_or_else(|| c.id.clone()),
@@ -292,12 +296,13 @@ fn finish(
         priority: c.priority,
         stages,
         reason: c.reason,
-        category: c.category.or_else(|| category.map(str::to_string)),
+        category: c.category.or_else(|| defaults.category.map(str::to_string)),
         false_positives: c.false_positives,
         predicate,
         tests: c.tests,
         author: None,
         sql: None,
+        monitor: c.mode.unwrap_or(defaults.mode) == RuleMode::Monitor,
     })
 }
 

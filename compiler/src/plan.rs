@@ -474,6 +474,7 @@ pub fn compile(rules: &RuleSet, limits: &Limits) -> Compiled {
                 category: r.category.clone(),
                 predicate: r.predicate.clone(),
                 author: r.author.clone(),
+                monitor: r.monitor,
             });
         }
     }

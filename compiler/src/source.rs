@@ -42,6 +42,18 @@ pub struct Common {
     /// Legitimate activity the rule is known to catch, for the catalogue.
     pub false_positives: Vec<String>,
     pub tests: RuleTests,
+    /// Replaces the evaluator's mode for this rule.
+    pub mode: Option<RuleMode>,
+}
+
+/// Whether a rule's action is enforced or only reported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RuleMode {
+    #[default]
+    Enforce,
+    /// Report what the rule would do; its action counts as `detect` at most.
+    Monitor,
 }
 
 /// Declares an engine's rule struct with the [`Common`] keys added.
@@ -69,6 +81,7 @@ macro_rules! rule_source {
             pub false_positives: Vec<String>,
             #[serde(default)]
             pub tests: RuleTests,
+            pub mode: Option<RuleMode>,
             $($(#[$fm])* pub $f: $t,)*
         }
 
@@ -85,6 +98,7 @@ macro_rules! rule_source {
                     category: self.category.clone(),
                     false_positives: self.false_positives.clone(),
                     tests: self.tests.clone(),
+                    mode: self.mode,
                 }
             }
         }

@@ -82,7 +82,10 @@ pub struct Scratch {
 /// The outcome of one evaluation, borrowing the scratch it was written to.
 #[derive(Debug, Clone, Copy)]
 pub struct Verdict<'s> {
+    /// The action to take: rules in monitor mode count as `detect` at most.
     pub action: Action,
+    /// The action had no rule been in monitor mode.
+    pub would_action: Action,
     /// Indices of the matching rules, in chain order.
     pub matched: &'s [u32],
     /// The atoms that hit.
@@ -189,6 +192,7 @@ impl Engine {
         scratch.matched.clear();
         self.scan(plan.fields.iter().copied(), event, scratch);
         let mut action = Action::Allow;
+        let mut would_action = Action::Allow;
         for &e in &plan.evaluators {
             let mut blocked = false;
             for r in self.program.rules_of(e) {
@@ -198,8 +202,15 @@ impl Engine {
                 }
                 if self.predicate(r, &scratch.atoms, event) {
                     scratch.matched.push(r as u32);
-                    action = action.max(rule.action);
-                    blocked |= rule.action == Action::Block;
+                    would_action = would_action.max(rule.action);
+                    // A monitored block does not stop the chain: the rules
+                    // after it still enforce.
+                    if rule.monitor {
+                        action = action.max(rule.action.min(Action::Detect));
+                    } else {
+                        action = action.max(rule.action);
+                        blocked |= rule.action == Action::Block;
+                    }
                 }
             }
             if blocked {
@@ -208,6 +219,7 @@ impl Engine {
         }
         Verdict {
             action,
+            would_action,
             matched: &scratch.matched,
             atoms: &scratch.atoms,
         }

@@ -37,8 +37,11 @@ pub use program::{
     Atom, AtomPath, CelExpr, EngineKind, EvaluatorMeta, FieldPlan, LiteralPlan, LiteralTarget,
     Program, RuleMeta, ShardPlan, SqlRuleSpec, VerifierPlan,
 };
-pub use report::{Report, RuleResult};
+pub use report::{mask_secret_text, mask_secrets, EvaluationFailure, Report, RuleResult};
 pub use scan::ShardDfa;
-pub use settings::{ProxySettings, ReportingSettings, ServerSettings, Settings, StateSettings};
+pub use settings::{
+    FailMode, FsyncPolicy, OnFull, ProxySettings, ReportingSettings, ServerSettings, Settings,
+    StateSettings, WebhookFormat,
+};
 pub use stage::{Stage, StageSet};
 pub use validator::Validator;

@@ -146,6 +146,10 @@ pub struct RuleMeta {
     /// with every match, as the SigmaHQ rules' licence (DRL) requires.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub author: Option<String>,
+    /// Monitor mode: the rule's hits are reported (`would_block`) but its
+    /// action counts as at most `detect`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub monitor: bool,
 }
 
 /// One thing to look for in one field.

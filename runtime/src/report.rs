@@ -10,6 +10,7 @@ use crate::event::Event;
 use crate::field::{Canonical, FieldRef, JsonRoot};
 use crate::prepared::PreparedEvent;
 use crate::redact::{for_each_source_mut, redact_text, REDACTED};
+use crate::settings::FailMode;
 use serde::Serialize;
 use serde_json::Value;
 use std::time::Duration;
@@ -21,6 +22,9 @@ const MAX_MATCH_CHARS: usize = 200;
 pub struct Report {
     pub action: Action,
     pub blocked: bool,
+    /// Monitor mode held back a block: the event would have been blocked.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub would_block: bool,
     pub reasons: Vec<String>,
     pub results: Vec<RuleResult>,
     /// The redacted text of the first redacted field (for clients written
@@ -31,6 +35,18 @@ pub struct Report {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub redacted_event: Option<Value>,
     pub elapsed_ms: f64,
+    /// Set when evaluation itself failed and `fail_mode` decided the action.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failure: Option<EvaluationFailure>,
+}
+
+/// Why there is no real verdict.
+#[derive(Debug, Clone, Serialize)]
+pub struct EvaluationFailure {
+    /// `internal`, `timeout`, or another subsystem's name.
+    pub kind: String,
+    pub message: String,
+    pub fail_mode: FailMode,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -40,6 +56,9 @@ pub struct RuleResult {
     pub title: String,
     pub action: Action,
     pub priority: Priority,
+    /// The rule is in monitor mode: its action was not enforced.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub monitor: bool,
     pub reason: String,
     /// The text that matched (`[REDACTED]` for redaction rules, whose match
     /// is a secret by definition).
@@ -73,6 +92,7 @@ impl Report {
                 title: rule.title.clone(),
                 action: rule.action,
                 priority: rule.priority,
+                monitor: rule.monitor,
                 reason: rule.reason.clone().unwrap_or_else(|| rule.title.clone()),
                 matched,
                 author: rule.author.clone(),
@@ -90,11 +110,43 @@ impl Report {
         Report {
             action: verdict.action,
             blocked: verdict.action == Action::Block,
+            would_block: verdict.action != Action::Block && verdict.would_action == Action::Block,
             reasons,
             results,
             redacted,
             redacted_event,
             elapsed_ms: elapsed.as_secs_f64() * 1000.0,
+            failure: None,
+        }
+    }
+
+    /// The answer when evaluation failed: `block` when failing closed,
+    /// `allow` when failing open, saying so in `failure` and `reasons`.
+    pub fn failed(fail_mode: FailMode, kind: &str, message: String, elapsed: Duration) -> Report {
+        let action = match fail_mode {
+            FailMode::Closed => Action::Block,
+            FailMode::Open => Action::Allow,
+        };
+        Report {
+            action,
+            blocked: action == Action::Block,
+            would_block: false,
+            reasons: vec![format!(
+                "evaluation failed ({kind}: {message}); fail_mode {} decided",
+                match fail_mode {
+                    FailMode::Closed => "closed",
+                    FailMode::Open => "open",
+                }
+            )],
+            results: Vec::new(),
+            redacted: None,
+            redacted_event: None,
+            elapsed_ms: elapsed.as_secs_f64() * 1000.0,
+            failure: Some(EvaluationFailure {
+                kind: kind.to_string(),
+                message,
+                fail_mode,
+            }),
         }
     }
 }
@@ -147,7 +199,8 @@ fn redact(
     let program = engine.program();
     let mut rewritten = event.event.clone();
     for &r in verdict.matched {
-        if program.rules[r as usize].action != Action::Redact {
+        let rule = &program.rules[r as usize];
+        if rule.action != Action::Redact || rule.monitor {
             continue;
         }
         for atom in hit_atoms(engine, verdict, r) {
@@ -163,6 +216,55 @@ fn redact(
     }
     let first = first_changed(&event.event, &rewritten);
     (first, Some(rewritten.to_value()))
+}
+
+/// Rewrites to `[REDACTED]`, in the fields each is scanned in, every span
+/// any redaction rule of the program (matched or not, monitored or not)
+/// would find; true when anything changed.
+///
+/// This is the view of an event that may be stored (the audit log): the
+/// redaction rules define what a secret is, and a secret must not reach a
+/// log just because a block stopped the chain before the secrets evaluator
+/// ran, or because the verdict was not `redact`.
+pub fn mask_secrets(engine: &Engine, event: &mut Event) -> bool {
+    let program = engine.program();
+    let mut changed = false;
+    for atom in redaction_atoms(engine) {
+        let Some(re) = engine.span_regex(atom) else {
+            continue;
+        };
+        let spec = &program.atoms[atom as usize];
+        let field = &program.fields[spec.field as usize].field;
+        for_each_source_mut(event, field, &mut |s| {
+            changed |= redact_text(re, spec.validator, s);
+        });
+    }
+    changed
+}
+
+/// Masks every span of `text` any redaction rule's pattern finds, whatever
+/// its field (for matched text quoted from any field).
+pub fn mask_secret_text(engine: &Engine, text: &mut String) -> bool {
+    let mut changed = false;
+    for atom in redaction_atoms(engine) {
+        if let Some(re) = engine.span_regex(atom) {
+            let validator = engine.program().atoms[atom as usize].validator;
+            changed |= redact_text(re, validator, text);
+        }
+    }
+    changed
+}
+
+fn redaction_atoms(engine: &Engine) -> Vec<u32> {
+    let mut atoms = Vec::new();
+    for rule in &engine.program().rules {
+        if rule.action == Action::Redact {
+            rule.predicate.positive_atoms(&mut atoms);
+        }
+    }
+    atoms.sort_unstable();
+    atoms.dedup();
+    atoms
 }
 
 /// The first string leaf, in event order, that redaction changed. Redaction

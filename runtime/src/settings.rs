@@ -24,6 +24,35 @@ pub struct ServerSettings {
     pub port: u16,
     /// Largest accepted request body; larger bodies get 413.
     pub max_body_bytes: usize,
+    /// Bearer token every endpoint but `/health` requires (the environment
+    /// variable `PARALLAX_AUTH_TOKEN` overrides it). `None`: no auth.
+    pub auth_token: Option<String>,
+    /// Largest accepted request head (request line plus headers).
+    pub max_header_bytes: usize,
+    /// Time a client gets to send its request head and body.
+    pub request_timeout_ms: u64,
+    /// Connections served at once; more wait in the accept queue.
+    pub max_connections: usize,
+    /// Deepest JSON nesting accepted in an event.
+    pub max_json_depth: usize,
+    /// Longest string (bytes) accepted anywhere in an event.
+    pub max_string_bytes: usize,
+    /// The verdict when evaluation itself fails.
+    pub fail_mode: FailMode,
+    /// Every rule in monitor mode: verdicts are computed and logged, but
+    /// the returned action is at most `detect`.
+    pub monitor: bool,
+}
+
+/// What to answer when evaluation cannot complete.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FailMode {
+    /// Let the event through (availability over safety).
+    Open,
+    /// Block the event: a security engine that cannot decide says no.
+    #[default]
+    Closed,
 }
 
 impl Default for ServerSettings {
@@ -32,6 +61,14 @@ impl Default for ServerSettings {
             host: "127.0.0.1".into(),
             port: 9920,
             max_body_bytes: 1024 * 1024,
+            auth_token: None,
+            max_header_bytes: 16 * 1024,
+            request_timeout_ms: 10_000,
+            max_connections: 1024,
+            max_json_depth: 64,
+            max_string_bytes: 512 * 1024,
+            fail_mode: FailMode::Closed,
+            monitor: false,
         }
     }
 }
@@ -44,6 +81,59 @@ pub struct ReportingSettings {
     pub webhook_url: Option<String>,
     /// Verdicts that trigger the webhook.
     pub webhook_events: Vec<Action>,
+    /// Log `allow` verdicts with no matched rule too.
+    pub log_allows: bool,
+    /// Longest time a written audit line waits in the writer's buffer.
+    pub flush_ms: u64,
+    /// When the audit writer asks the OS to put lines on disk.
+    pub fsync: FsyncPolicy,
+    /// Rotate the audit log when it would grow past this size (0: never).
+    pub max_bytes: u64,
+    /// Rotated audit logs kept (`log.1` … `log.N`).
+    pub keep: usize,
+    /// Audit lines waiting for the writer, at most.
+    pub queue_size: usize,
+    /// What a request does when the audit queue is full.
+    pub on_full: OnFull,
+    /// HMAC-SHA256 key signing webhook bodies.
+    pub webhook_secret: Option<String>,
+    pub webhook_format: WebhookFormat,
+    /// Time one webhook attempt may take.
+    pub webhook_timeout_ms: u64,
+    /// Retries after the first failed attempt.
+    pub webhook_retries: u32,
+    /// Webhook notifications waiting to be sent, at most.
+    pub webhook_queue_size: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FsyncPolicy {
+    /// Leave it to the OS.
+    Never,
+    /// After every flush (every `flush_ms` at most).
+    #[default]
+    Flush,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnFull {
+    /// Drop the line, count it in metrics and warn.
+    #[default]
+    Drop,
+    /// Make the request wait for room (back-pressure).
+    Block,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WebhookFormat {
+    /// The audit record as JSON.
+    #[default]
+    Json,
+    /// A Slack incoming-webhook message.
+    Slack,
 }
 
 impl Default for ReportingSettings {
@@ -52,6 +142,18 @@ impl Default for ReportingSettings {
             log_file: None,
             webhook_url: None,
             webhook_events: vec![Action::Block],
+            log_allows: true,
+            flush_ms: 200,
+            fsync: FsyncPolicy::Flush,
+            max_bytes: 100 * 1024 * 1024,
+            keep: 5,
+            queue_size: 8192,
+            on_full: OnFull::Drop,
+            webhook_secret: None,
+            webhook_format: WebhookFormat::Json,
+            webhook_timeout_ms: 5_000,
+            webhook_retries: 4,
+            webhook_queue_size: 1024,
         }
     }
 }

@@ -1,9 +1,18 @@
 //! `parallax eval`: JSON events in, one verdict per line out.
+//!
+//! A line may also be an audit log line (`"kind": "decision"`): its `event`
+//! is evaluated and the verdict compared with the recorded one, in a
+//! `replay` object — `same` (action and matched rules agree), `masked` (they
+//! differ, and the logged event had secrets masked: the text the recorded
+//! verdict saw is, by design, not in the log) or `different` (a real
+//! disagreement: exit status 1).
 
 use super::fail;
+use crate::audit::DECISION_KIND;
 use crate::loader;
 use crate::server::AppState;
-use parallax_runtime::{Event, EventError};
+use parallax_runtime::{Event, EventError, Report};
+use serde_json::Value;
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -30,6 +39,7 @@ pub fn run(config: Option<PathBuf>, file: Option<PathBuf>, baked_only: bool) -> 
     };
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let mut bad = 0usize;
+    let mut different = 0usize;
     for (n, line) in input.lines().enumerate() {
         let line_no = n + 1;
         let line = match line {
@@ -40,10 +50,31 @@ pub fn run(config: Option<PathBuf>, file: Option<PathBuf>, baked_only: bool) -> 
             continue;
         }
         let started = Instant::now();
-        let written = match Event::from_slice(line.as_bytes()) {
-            Ok(event) => {
+        let parsed = match serde_json::from_str::<Value>(&line) {
+            Ok(v) => match audit_line(v) {
+                Ok((event, recorded)) => Event::from_value(event).map(|e| (e, recorded)),
+                Err(v) => Event::from_value(v).map(|e| (e, None)),
+            },
+            Err(e) => Err(EventError::Json(e.to_string())),
+        };
+        let written = match parsed {
+            Ok((event, recorded)) => {
                 let report = state.evaluate(event, started);
-                serde_json::to_string(&report).map_err(|e| e.to_string())
+                match recorded {
+                    None => serde_json::to_string(&report).map_err(|e| e.to_string()),
+                    Some(recorded) => {
+                        let replay = compare(&recorded, &report);
+                        if replay["status"] == "different" {
+                            different += 1;
+                        }
+                        serde_json::to_value(&report)
+                            .map(|mut v| {
+                                v["replay"] = replay;
+                                v.to_string()
+                            })
+                            .map_err(|e| e.to_string())
+                    }
+                }
             }
             Err(e) => {
                 bad += 1;
@@ -75,5 +106,51 @@ pub fn run(config: Option<PathBuf>, file: Option<PathBuf>, baked_only: bool) -> 
         eprintln!("parallax: {bad} malformed line(s)");
         return ExitCode::FAILURE;
     }
+    if different > 0 {
+        eprintln!("parallax: {different} replayed verdict(s) differ from the audit log");
+        return ExitCode::FAILURE;
+    }
     ExitCode::SUCCESS
+}
+
+/// An audit line's event and the line itself; anything else back as is.
+fn audit_line(v: Value) -> Result<(Value, Option<Value>), Value> {
+    let is_audit = v.get("kind").and_then(Value::as_str) == Some(DECISION_KIND)
+        && v.get("event").is_some_and(Value::is_object);
+    if !is_audit {
+        return Err(v);
+    }
+    let mut recorded = v;
+    let event = recorded
+        .as_object_mut()
+        .and_then(|o| o.remove("event"))
+        .unwrap_or(Value::Null);
+    Ok((event, Some(recorded)))
+}
+
+/// The `replay` verdict: does the recorded decision reproduce?
+fn compare(recorded: &Value, report: &Report) -> Value {
+    let action = recorded.get("action").and_then(Value::as_str).unwrap_or("");
+    let mut rules: Vec<&str> = recorded
+        .get("matches")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m.get("rule_id").and_then(Value::as_str))
+        .collect();
+    rules.sort_unstable();
+    let mut now: Vec<&str> = report.results.iter().map(|r| r.rule_id.as_str()).collect();
+    now.sort_unstable();
+    let same = action == report.action.as_str() && rules == now;
+    let masked = recorded.get("masked").and_then(Value::as_bool) == Some(true);
+    let status = match (same, masked) {
+        (true, _) => "same",
+        (false, true) => "masked",
+        (false, false) => "different",
+    };
+    serde_json::json!({
+        "status": status,
+        "recorded_action": action,
+        "recorded_rules": rules,
+    })
 }

@@ -24,6 +24,18 @@ pub fn run(config: Option<PathBuf>) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let problems = crate::validate::problems(&rules.settings);
+    if !problems.is_empty() {
+        for p in &problems {
+            eprintln!("error: {}: {p}", path.display());
+        }
+        eprintln!(
+            "parallax: {} error(s) in {}",
+            problems.len(),
+            path.display()
+        );
+        return ExitCode::FAILURE;
+    }
     let compiled = parallax_compiler::plan::compile(&rules, &parallax_compiler::Limits::default());
     println!("{}", path.display());
     for w in &rules.warnings {

@@ -25,7 +25,8 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Serve the HTTP API (POST /evaluate, GET /health).
+    /// Serve the HTTP API (POST /evaluate, GET /health, GET /metrics,
+    /// POST /admin/reload); SIGHUP reloads the rules.
     Serve {
         /// Config file (default: ./parallax.yaml, else the baked config).
         #[arg(short, long)]
@@ -42,8 +43,14 @@ pub enum Command {
         /// Refuse to start unless the configured rules are the baked ones.
         #[arg(long)]
         baked_only: bool,
+        /// Monitor mode for every rule: verdicts are computed and logged
+        /// (`would_block`) but the returned action is at most `detect`.
+        #[arg(long)]
+        monitor: bool,
     },
     /// Evaluate JSON events, one per line, printing one verdict per line.
+    /// Audit log lines are accepted too: their `event` is evaluated and the
+    /// verdict compared with the recorded one (`replay`).
     Eval {
         #[arg(short, long)]
         config: Option<PathBuf>,
@@ -119,7 +126,15 @@ pub fn run(cli: Cli) -> ExitCode {
             port,
             log_level,
             baked_only,
-        } => serve::run(config, host, port, &log_level, baked_only),
+            monitor,
+        } => serve::run(serve::Options {
+            config,
+            host,
+            port,
+            log_level,
+            baked_only,
+            monitor,
+        }),
         Command::Eval {
             config,
             file,

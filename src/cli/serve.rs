@@ -1,34 +1,52 @@
-//! `parallax serve`: load the rules, bind, serve until SIGINT/SIGTERM.
+//! `parallax serve`: load the rules, start the audit writer and webhook
+//! sender, bind, serve until SIGINT/SIGTERM (graceful: in-flight requests
+//! finish and every queued audit line is written), reload on SIGHUP.
 
 use super::{fail, init_logging};
+use crate::audit::AuditLog;
+use crate::auth;
 use crate::loader;
-use crate::server::{self, AppState};
+use crate::metrics::Metrics;
+use crate::server::{self, AppState, ReloadSource};
+use crate::webhook::Webhook;
 use std::net::IpAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-pub fn run(
-    config: Option<PathBuf>,
-    host: Option<String>,
-    port: Option<u16>,
-    log_level: &str,
-    baked_only: bool,
-) -> ExitCode {
-    if let Err(e) = init_logging(log_level) {
+pub struct Options {
+    pub config: Option<PathBuf>,
+    pub host: Option<String>,
+    pub port: Option<u16>,
+    pub log_level: String,
+    pub baked_only: bool,
+    pub monitor: bool,
+}
+
+pub fn run(opts: Options) -> ExitCode {
+    if let Err(e) = init_logging(&opts.log_level) {
         return fail(e);
     }
-    let loaded = match loader::load(config.as_deref(), baked_only) {
+    let loaded = match loader::load(opts.config.as_deref(), opts.baked_only) {
         Ok(l) => l,
         Err(e) => return fail(e),
     };
     let mut settings = loaded.settings;
-    if let Some(h) = host {
+    if let Some(h) = opts.host {
         settings.server.host = h;
     }
-    if let Some(p) = port {
+    if let Some(p) = opts.port {
         settings.server.port = p;
     }
+    if let Ok(token) = std::env::var(auth::TOKEN_ENV) {
+        if !token.is_empty() {
+            settings.server.auth_token = Some(token);
+        }
+    }
+    if let Some(p) = crate::validate::problems(&settings).first() {
+        return fail(p);
+    }
+    settings.server.monitor |= opts.monitor;
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -36,43 +54,93 @@ pub fn run(
         Ok(r) => r,
         Err(e) => return fail(format!("cannot start the async runtime: {e}")),
     };
+    let config = loaded.config;
+    let engine = loaded.engine;
+    let load_ms = loaded.load_ms;
     runtime.block_on(async move {
+        let metrics = Metrics::new();
+        let state = match AppState::new(engine, settings.clone()) {
+            Ok(s) => s,
+            Err(e) => return fail(e),
+        };
+        let mut state = state
+            .with_metrics(metrics.clone())
+            .with_reload(ReloadSource {
+                config: config.clone(),
+                baked_only: opts.baked_only,
+            });
+        if let Some(path) = &settings.reporting.log_file {
+            match AuditLog::start(Path::new(path), &settings.reporting, metrics.clone()) {
+                Ok(a) => state = state.with_audit(a),
+                Err(e) => return fail(e),
+            }
+        }
+        match Webhook::start(&settings.reporting, metrics.clone()) {
+            Ok(Some(w)) => state = state.with_webhook(w),
+            Ok(None) => {}
+            Err(e) => return fail(e),
+        }
         let addr = format!("{}:{}", settings.server.host, settings.server.port);
         let listener = match tokio::net::TcpListener::bind(&addr).await {
             Ok(l) => l,
             Err(e) => return fail(format!("cannot listen on {addr}: {e}")),
         };
         let local = listener.local_addr().map(|a| a.to_string()).unwrap_or(addr);
-        if settings
+        let exposed = settings
             .server
             .host
             .parse::<IpAddr>()
-            .map_or(true, |ip| !ip.is_loopback())
-        {
+            .map_or(true, |ip| !ip.is_loopback());
+        if exposed && settings.server.auth_token.is_none() {
             tracing::warn!(
                 address = %local,
-                "listening beyond loopback: any host that can reach this address can use the API"
+                "!!! LISTENING BEYOND LOOPBACK WITHOUT AN AUTH TOKEN: any host that can reach \
+                 this address can use the API. Set server.auth_token or {} !!!",
+                auth::TOKEN_ENV
             );
+        } else if exposed {
+            tracing::warn!(address = %local, "listening beyond loopback (bearer token required)");
         }
-        let p = loaded.engine.program();
+        let engine = state.engine();
+        let p = engine.program();
         tracing::info!(
             address = %local,
-            backend = loaded.engine.backend().as_str(),
+            backend = engine.backend().as_str(),
             evaluators = p.evaluators.len(),
             rules = p.rules.len(),
             fingerprint = %p.fingerprint,
-            config = %loaded.config.as_ref().map_or("<baked>".to_string(), |c| c.display().to_string()),
-            load_ms = format!("{:.1}", loaded.load_ms),
+            monitor = settings.server.monitor,
+            auth = settings.server.auth_token.is_some(),
+            audit_log = settings.reporting.log_file.as_deref().unwrap_or("-"),
+            config = %config.as_ref().map_or("<baked>".to_string(), |c| c.display().to_string()),
+            load_ms = format!("{:.1}", load_ms),
             "parallax listening"
         );
-        let state = match AppState::new(loaded.engine, settings) {
-            Ok(s) => Arc::new(s),
-            Err(e) => return fail(e),
-        };
+        let state = Arc::new(state);
+        tokio::spawn(reload_on_sighup(state.clone()));
         server::serve(listener, state, shutdown_signal()).await;
         tracing::info!("shut down");
         ExitCode::SUCCESS
     })
+}
+
+/// SIGHUP: recompile the configured rules and swap them in.
+async fn reload_on_sighup(state: Arc<AppState>) {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let Ok(mut hup) = signal(SignalKind::hangup()) else {
+            tracing::warn!("cannot listen for SIGHUP; reload with POST /admin/reload");
+            return;
+        };
+        while hup.recv().await.is_some() {
+            let s = state.clone();
+            // Errors are logged (and counted) by `reload` itself.
+            let _ = tokio::task::spawn_blocking(move || s.reload()).await;
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = state;
 }
 
 async fn shutdown_signal() {
@@ -95,4 +163,5 @@ async fn shutdown_signal() {
     {
         let _ = tokio::signal::ctrl_c().await;
     }
+    tracing::info!("shutting down: finishing in-flight requests, flushing the audit log");
 }

@@ -147,6 +147,10 @@ impl StoreRequest {
 pub struct SqlHit {
     /// Index into `Program::rules`.
     pub rule: u32,
+    /// The rule's id: during a reload the store may already run the new
+    /// rules while a request still holds the old program, and an index alone
+    /// would then name the wrong rule.
+    pub id: String,
     /// The rendered `reason` template, if the rule has one.
     pub reason: Option<String>,
 }
@@ -155,7 +159,12 @@ pub struct SqlHit {
 /// evaluators, exactly as if they had been part of the chain.
 pub fn apply_hits(report: &mut Report, program: &Program, hits: &[SqlHit]) {
     for hit in hits {
-        let Some(rule) = program.rules.get(hit.rule as usize) else {
+        let Some(rule) = program
+            .rules
+            .get(hit.rule as usize)
+            .filter(|r| r.id == hit.id)
+            .or_else(|| program.rules.iter().find(|r| r.id == hit.id))
+        else {
             continue;
         };
         let reason = hit.reason.clone().unwrap_or_else(|| rule.title.clone());
@@ -172,8 +181,18 @@ pub fn apply_hits(report: &mut Report, program: &Program, hits: &[SqlHit]) {
             reason,
             matched: None,
             author: rule.author.clone(),
+            monitor: rule.monitor,
         });
-        report.action = report.action.max(rule.action);
+        // A monitored rule reports what it would do and counts as detect.
+        if rule.monitor {
+            report.would_block |= rule.action == Action::Block && report.action != Action::Block;
+            report.action = report.action.max(rule.action.min(Action::Detect));
+        } else {
+            if rule.action == Action::Block {
+                report.would_block = false;
+            }
+            report.action = report.action.max(rule.action);
+        }
     }
     report.blocked = report.action == Action::Block;
 }

@@ -6,6 +6,7 @@
 
 use crate::request::{SqlHit, StoreRequest};
 use crate::store::{Store, StoreError};
+use parallax_runtime::Program;
 use tokio::sync::{mpsc, oneshot};
 
 /// Requests waiting for the store thread; senders wait (asynchronously)
@@ -17,6 +18,7 @@ type Reply<T> = oneshot::Sender<Result<T, StoreError>>;
 enum Job {
     Process(Box<StoreRequest>, Reply<Vec<SqlHit>>),
     RowCount(Reply<u64>),
+    LoadRules(Box<Program>, Reply<()>),
 }
 
 /// The handle the server keeps; dropping it stops the thread after the
@@ -40,6 +42,9 @@ impl StoreHandle {
                         }
                         Job::RowCount(reply) => {
                             let _ = reply.send(store.row_count());
+                        }
+                        Job::LoadRules(program, reply) => {
+                            let _ = reply.send(store.load_rules(&program));
                         }
                     }
                 }
@@ -70,6 +75,16 @@ impl StoreHandle {
         let (reply, rx) = oneshot::channel();
         self.sender()?
             .blocking_send(Job::Process(Box::new(req), reply))
+            .map_err(|_| StoreError::Closed)?;
+        rx.blocking_recv().map_err(|_| StoreError::Closed)?
+    }
+
+    /// Replaces the SQL rules with `program`'s (a reload), keeping the
+    /// recorded window. Must not be called from inside an async runtime.
+    pub fn load_rules_blocking(&self, program: &Program) -> Result<(), StoreError> {
+        let (reply, rx) = oneshot::channel();
+        self.sender()?
+            .blocking_send(Job::LoadRules(Box::new(program.clone()), reply))
             .map_err(|_| StoreError::Closed)?;
         rx.blocking_recv().map_err(|_| StoreError::Closed)?
     }

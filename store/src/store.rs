@@ -124,7 +124,13 @@ impl Store {
             rules.push(LoadedRule {
                 rule: spec.rule,
                 id: meta.id.clone(),
-                action: meta.action,
+                // A monitored rule's block is not enforced, so it must not
+                // count as one for rules that read the window's actions.
+                action: if meta.monitor {
+                    meta.action.min(Action::Detect)
+                } else {
+                    meta.action
+                },
                 stages: meta.stages,
                 code,
             });
@@ -156,6 +162,7 @@ impl Store {
                     Ok(Some(reason)) => {
                         hits.push(SqlHit {
                             rule: rule.rule,
+                            id: rule.id.clone(),
                             reason,
                         });
                         action = action.max(rule.action);

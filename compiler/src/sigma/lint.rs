@@ -104,6 +104,7 @@ pub fn lint_dir(dir: &Path, ctx: &SigmaContext) -> Result<DirReport, CompileErro
                         predicate: l.predicate,
                         author: l.author,
                         sql: None,
+                        monitor: c.mode == Some(crate::source::RuleMode::Monitor),
                     });
                 }
                 Err(m) => failures.push(CompileError::rule(file, label, m)),

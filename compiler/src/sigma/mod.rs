@@ -14,7 +14,7 @@ pub mod value;
 
 use crate::ir::{AtomKind, AtomTable};
 use crate::lower::check_regex;
-use crate::source::{Common, RuleTests};
+use crate::source::{Common, RuleMode, RuleTests};
 use crate::yaml;
 use condition::Cond;
 use mapping::SigmaContext;
@@ -124,6 +124,9 @@ pub struct SigmaRule {
     /// Parallax: the rule's own cases, as in every engine.
     #[serde(default)]
     pub tests: RuleTests,
+    /// Parallax: `monitor` reports without enforcing (default: the
+    /// evaluator's mode).
+    pub mode: Option<RuleMode>,
 }
 
 /// A Parallax category for a rule's ATT&CK tactic tags (`attack.<tactic>`),
@@ -244,6 +247,7 @@ pub fn lower(value: Value, ctx: &SigmaContext, table: &mut AtomTable) -> Result<
             category: rule.category.clone(),
             false_positives: false_positives(&rule.falsepositives),
             tests: rule.tests.clone(),
+            mode: rule.mode,
         },
         predicate,
         author: rule.author.clone(),

@@ -1,0 +1,50 @@
+//! Bearer-token access control.
+//!
+//! The token is compared in constant time (`subtle`), so response timing
+//! says nothing about how much of a guess was right.
+
+use hyper::header::{HeaderMap, AUTHORIZATION};
+use subtle::ConstantTimeEq;
+
+/// The environment variable that overrides `server.auth_token`.
+pub const TOKEN_ENV: &str = "PARALLAX_AUTH_TOKEN";
+
+/// Whether `headers` carry `Authorization: Bearer <token>`.
+pub fn authorized(headers: &HeaderMap, token: &str) -> bool {
+    let Some(value) = headers.get(AUTHORIZATION) else {
+        return false;
+    };
+    let value = value.as_bytes();
+    let Some(scheme_end) = value.iter().position(|b| *b == b' ') else {
+        return false;
+    };
+    let (scheme, rest) = value.split_at(scheme_end);
+    if !scheme.eq_ignore_ascii_case(b"bearer") {
+        return false;
+    }
+    let given = rest.trim_ascii();
+    // Length is not secret (tokens have a fixed format); content is.
+    given.ct_eq(token.as_bytes()).into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hyper::header::HeaderValue;
+
+    #[test]
+    fn accepts_only_the_exact_bearer_token() {
+        let with = |v: &str| {
+            let mut h = HeaderMap::new();
+            h.insert(AUTHORIZATION, HeaderValue::from_str(v).unwrap());
+            authorized(&h, "s3cret")
+        };
+        assert!(with("Bearer s3cret"));
+        assert!(with("bearer  s3cret "));
+        assert!(!with("Bearer s3cre"));
+        assert!(!with("Bearer s3cret2"));
+        assert!(!with("Basic s3cret"));
+        assert!(!with("s3cret"));
+        assert!(!authorized(&HeaderMap::new(), "s3cret"));
+    }
+}

@@ -1,0 +1,335 @@
+//! Counters behind `GET /metrics`, rendered in the Prometheus text
+//! exposition format (version 0.0.4).
+//!
+//! Written by hand rather than with `prometheus-client`: the set is small
+//! and fixed (a few counters, gauges and one histogram), the text format is
+//! a handful of line shapes, and plain atomics keep the request path to a
+//! few relaxed increments with no registry lookups. Labels are escaped per
+//! the format (backslash, quote, newline).
+//!
+//! Extension point: another subsystem (e.g. a SQL side-store) adds its own
+//! series by implementing [`MetricsSource`] and registering it with
+//! [`Metrics::add_source`]; its text is appended to every scrape.
+
+use parallax_runtime::{Action, Stage};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Upper bounds of the evaluation latency buckets, in seconds.
+const LATENCY_BUCKETS: [f64; 12] = [
+    0.000_005, 0.000_01, 0.000_025, 0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005,
+    0.01, 0.1,
+];
+
+/// Series contributed by another subsystem.
+pub trait MetricsSource: Send + Sync {
+    /// Appends complete `# HELP`/`# TYPE` blocks and samples to `out`.
+    fn render(&self, out: &mut String);
+}
+
+#[derive(Default)]
+pub struct Metrics {
+    /// Indexed by `Action as usize` (allow, detect, redact, block).
+    decisions: [AtomicU64; 4],
+    would_block: AtomicU64,
+    evaluation_failures: AtomicU64,
+    /// (rule id, stage) -> hits.
+    rule_hits: Mutex<BTreeMap<(String, &'static str), u64>>,
+    latency_buckets: [AtomicU64; LATENCY_BUCKETS.len()],
+    latency_count: AtomicU64,
+    latency_sum_ns: AtomicU64,
+    pub audit_queue_depth: AtomicU64,
+    pub audit_lines_written: AtomicU64,
+    pub audit_dropped: AtomicU64,
+    pub audit_write_errors: AtomicU64,
+    pub audit_rotations: AtomicU64,
+    pub webhook_queue_depth: AtomicU64,
+    pub webhook_sent: AtomicU64,
+    pub webhook_dropped: AtomicU64,
+    pub webhook_retries: AtomicU64,
+    pub webhook_failed: AtomicU64,
+    pub rejected_requests: AtomicU64,
+    pub unauthorized: AtomicU64,
+    pub reloads_ok: AtomicU64,
+    pub reloads_failed: AtomicU64,
+    sources: Mutex<Vec<Arc<dyn MetricsSource>>>,
+}
+
+fn action_index(a: Action) -> usize {
+    match a {
+        Action::Allow => 0,
+        Action::Detect => 1,
+        Action::Redact => 2,
+        Action::Block => 3,
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Arc<Metrics> {
+        Arc::new(Metrics::default())
+    }
+
+    pub fn add_source(&self, source: Arc<dyn MetricsSource>) {
+        if let Ok(mut s) = self.sources.lock() {
+            s.push(source);
+        }
+    }
+
+    /// Records one decision.
+    pub fn decision<'a>(
+        &self,
+        stage: Stage,
+        action: Action,
+        would_block: bool,
+        rules: impl Iterator<Item = &'a str>,
+        elapsed: Duration,
+    ) {
+        self.decisions[action_index(action)].fetch_add(1, Relaxed);
+        if would_block {
+            self.would_block.fetch_add(1, Relaxed);
+        }
+        let mut rules = rules.peekable();
+        if rules.peek().is_some() {
+            if let Ok(mut hits) = self.rule_hits.lock() {
+                for r in rules {
+                    *hits.entry((r.to_string(), stage.as_str())).or_insert(0) += 1;
+                }
+            }
+        }
+        let secs = elapsed.as_secs_f64();
+        if let Some(i) = LATENCY_BUCKETS.iter().position(|b| secs <= *b) {
+            self.latency_buckets[i].fetch_add(1, Relaxed);
+        }
+        self.latency_count.fetch_add(1, Relaxed);
+        self.latency_sum_ns
+            .fetch_add(elapsed.as_nanos().min(u64::MAX as u128) as u64, Relaxed);
+    }
+
+    pub fn evaluation_failed(&self) {
+        self.evaluation_failures.fetch_add(1, Relaxed);
+    }
+
+    pub fn decisions(&self, action: Action) -> u64 {
+        self.decisions[action_index(action)].load(Relaxed)
+    }
+
+    /// The exposition text.
+    pub fn render(&self) -> String {
+        let mut out = String::with_capacity(4096);
+        header(
+            &mut out,
+            "parallax_decisions_total",
+            "counter",
+            "Decisions returned, by action.",
+        );
+        for a in [Action::Allow, Action::Detect, Action::Redact, Action::Block] {
+            let _ = writeln!(
+                out,
+                "parallax_decisions_total{{action=\"{}\"}} {}",
+                a.as_str(),
+                self.decisions(a)
+            );
+        }
+        counter(
+            &mut out,
+            "parallax_would_block_total",
+            "Decisions monitor mode kept from blocking.",
+            self.would_block.load(Relaxed),
+        );
+        counter(
+            &mut out,
+            "parallax_evaluation_failures_total",
+            "Evaluations that failed and were answered by fail_mode.",
+            self.evaluation_failures.load(Relaxed),
+        );
+        header(
+            &mut out,
+            "parallax_rule_matches_total",
+            "counter",
+            "Rule matches, by rule id and stage.",
+        );
+        if let Ok(hits) = self.rule_hits.lock() {
+            for ((rule, stage), n) in hits.iter() {
+                let _ = writeln!(
+                    out,
+                    "parallax_rule_matches_total{{rule=\"{}\",stage=\"{}\"}} {n}",
+                    escape(rule),
+                    stage
+                );
+            }
+        }
+        header(
+            &mut out,
+            "parallax_evaluation_seconds",
+            "histogram",
+            "Time from parsed request to verdict.",
+        );
+        let mut cumulative = 0;
+        for (b, n) in LATENCY_BUCKETS.iter().zip(&self.latency_buckets) {
+            cumulative += n.load(Relaxed);
+            let _ = writeln!(
+                out,
+                "parallax_evaluation_seconds_bucket{{le=\"{b}\"}} {cumulative}"
+            );
+        }
+        let count = self.latency_count.load(Relaxed);
+        let _ = writeln!(
+            out,
+            "parallax_evaluation_seconds_bucket{{le=\"+Inf\"}} {count}"
+        );
+        let _ = writeln!(
+            out,
+            "parallax_evaluation_seconds_sum {}",
+            self.latency_sum_ns.load(Relaxed) as f64 / 1e9
+        );
+        let _ = writeln!(out, "parallax_evaluation_seconds_count {count}");
+        let gauges: [(&str, &str, &AtomicU64); 2] = [
+            (
+                "parallax_audit_queue_depth",
+                "Audit lines waiting for the writer.",
+                &self.audit_queue_depth,
+            ),
+            (
+                "parallax_webhook_queue_depth",
+                "Webhook notifications waiting to be sent.",
+                &self.webhook_queue_depth,
+            ),
+        ];
+        for (name, help, v) in gauges {
+            header(&mut out, name, "gauge", help);
+            let _ = writeln!(out, "{name} {}", v.load(Relaxed));
+        }
+        let counters: [(&str, &str, &AtomicU64); 12] = [
+            (
+                "parallax_audit_lines_written_total",
+                "Audit lines written to the log.",
+                &self.audit_lines_written,
+            ),
+            (
+                "parallax_audit_dropped_total",
+                "Audit lines dropped because the queue was full.",
+                &self.audit_dropped,
+            ),
+            (
+                "parallax_audit_write_errors_total",
+                "Failed writes, flushes or rotations of the audit log.",
+                &self.audit_write_errors,
+            ),
+            (
+                "parallax_audit_rotations_total",
+                "Audit log rotations.",
+                &self.audit_rotations,
+            ),
+            (
+                "parallax_webhook_sent_total",
+                "Webhook notifications delivered (2xx).",
+                &self.webhook_sent,
+            ),
+            (
+                "parallax_webhook_dropped_total",
+                "Webhook notifications dropped because the queue was full.",
+                &self.webhook_dropped,
+            ),
+            (
+                "parallax_webhook_retries_total",
+                "Webhook attempts retried after a transport error or 5xx.",
+                &self.webhook_retries,
+            ),
+            (
+                "parallax_webhook_failed_total",
+                "Webhook notifications given up on.",
+                &self.webhook_failed,
+            ),
+            (
+                "parallax_rejected_requests_total",
+                "Requests refused for a limit (size, depth, timeout, ...).",
+                &self.rejected_requests,
+            ),
+            (
+                "parallax_unauthorized_total",
+                "Requests refused for a missing or wrong bearer token.",
+                &self.unauthorized,
+            ),
+            (
+                "parallax_reloads_total",
+                "Successful rule reloads.",
+                &self.reloads_ok,
+            ),
+            (
+                "parallax_reload_failures_total",
+                "Rule reloads that failed (the running rules were kept).",
+                &self.reloads_failed,
+            ),
+        ];
+        for (name, help, v) in counters {
+            counter(&mut out, name, help, v.load(Relaxed));
+        }
+        if let Ok(sources) = self.sources.lock() {
+            for s in sources.iter() {
+                s.render(&mut out);
+            }
+        }
+        out
+    }
+}
+
+fn header(out: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} {kind}");
+}
+
+fn counter(out: &mut String, name: &str, help: &str, v: u64) {
+    header(out, name, "counter", help);
+    let _ = writeln!(out, "{name} {v}");
+}
+
+/// Label value escaping of the text format.
+fn escape(v: &str) -> String {
+    let mut s = String::with_capacity(v.len());
+    for c in v.chars() {
+        match c {
+            '\\' => s.push_str("\\\\"),
+            '"' => s.push_str("\\\""),
+            '\n' => s.push_str("\\n"),
+            c => s.push(c),
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_counters_histogram_and_escaped_labels() {
+        let m = Metrics::default();
+        m.decision(
+            Stage::ToolBefore,
+            Action::Block,
+            false,
+            ["a\"b"].into_iter(),
+            Duration::from_micros(30),
+        );
+        m.decision(
+            Stage::ToolBefore,
+            Action::Allow,
+            false,
+            std::iter::empty(),
+            Duration::from_secs(1),
+        );
+        let text = m.render();
+        assert!(text.contains("parallax_decisions_total{action=\"block\"} 1\n"));
+        assert!(text.contains("parallax_decisions_total{action=\"allow\"} 1\n"));
+        assert!(
+            text.contains("parallax_rule_matches_total{rule=\"a\\\"b\",stage=\"tool.before\"} 1\n")
+        );
+        assert!(text.contains("parallax_evaluation_seconds_bucket{le=\"0.00005\"} 1\n"));
+        assert!(text.contains("parallax_evaluation_seconds_bucket{le=\"0.1\"} 1\n"));
+        assert!(text.contains("parallax_evaluation_seconds_bucket{le=\"+Inf\"} 2\n"));
+        assert!(text.contains("parallax_evaluation_seconds_count 2\n"));
+    }
+}
