@@ -97,12 +97,12 @@ fn every_decision_is_one_masked_line_and_replays() {
     assert_eq!(block["channel"], "c");
     assert_eq!(block["tool_name"], "exec");
     assert_eq!(block["stage"], "tool.before");
-    assert_eq!(block["matches"][0]["rule_id"], "starter-rm-rf-root");
-    assert_eq!(block["matches"][0]["evaluator"], "starter");
+    assert_eq!(block["matches"][0]["rule_id"], "dangerous-rm-rf-root");
+    assert_eq!(block["matches"][0]["evaluator"], "dangerous-commands");
     assert_eq!(block["matches"][0]["action"], "block");
     assert_eq!(
         block["matches"][0]["title"],
-        "Recursive delete of the filesystem root or home"
+        "Recursive delete of the filesystem root, home or everything"
     );
     assert_eq!(block["masked"], true);
     assert_eq!(
@@ -157,7 +157,7 @@ fn replay_reports_a_real_disagreement() {
     let log = dir.join("audit.log");
     // A hand-made line claiming `ls` was blocked by a rule.
     let line = json!({"kind": "decision", "action": "block", "masked": false,
-                      "matches": [{"rule_id": "starter-rm-rf-root"}],
+                      "matches": [{"rule_id": "dangerous-rm-rf-root"}],
                       "event": {"stage": "tool.before", "tool_args": {"command": "ls"}}});
     std::fs::write(&log, format!("{line}\n")).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_parallax"))

@@ -249,7 +249,7 @@ fn metrics_count_decisions_rules_and_latency() {
     for want in [
         "parallax_decisions_total{action=\"block\"} 3\n",
         "parallax_decisions_total{action=\"allow\"} 1\n",
-        "parallax_rule_matches_total{rule=\"starter-rm-rf-root\",stage=\"tool.before\"} 3\n",
+        "parallax_rule_matches_total{rule=\"dangerous-rm-rf-root\",stage=\"tool.before\"} 3\n",
         "parallax_evaluation_seconds_bucket{le=\"+Inf\"} 4\n",
         "parallax_evaluation_seconds_count 4\n",
         "# TYPE parallax_evaluation_seconds histogram\n",
@@ -278,7 +278,7 @@ fn server_monitor_mode_reports_would_block_and_returns_detect() {
     assert_eq!(v["action"], "detect");
     assert_eq!(v["blocked"], false);
     assert_eq!(v["would_block"], true);
-    assert_eq!(v["results"][0]["rule_id"], "starter-rm-rf-root");
+    assert_eq!(v["results"][0]["rule_id"], "dangerous-rm-rf-root");
     let h = request(server.addr, "GET", "/health", &[], b"").json();
     assert_eq!(h["mode"], "monitor");
     // A redaction is not applied either.
@@ -613,7 +613,7 @@ fn webhook_is_signed_and_retried_on_5xx() {
     let body: Value = serde_json::from_slice(&last.body).unwrap();
     assert_eq!(body["kind"], "decision");
     assert_eq!(body["action"], "block");
-    assert_eq!(body["matches"][0]["rule_id"], "starter-rm-rf-root");
+    assert_eq!(body["matches"][0]["rule_id"], "dangerous-rm-rf-root");
 }
 
 #[test]
@@ -669,7 +669,7 @@ fn slack_format_posts_a_text_message() {
         text.starts_with("*Parallax block* at `tool.before`"),
         "{text}"
     );
-    assert!(text.contains("`starter-rm-rf-root`"), "{text}");
+    assert!(text.contains("`dangerous-rm-rf-root`"), "{text}");
 }
 
 #[test]
