@@ -768,3 +768,70 @@ fn sighup_reloads_the_running_binary() {
     }
     assert_eq!(action("foo"), "allow");
 }
+
+/// A config with one SQL rule: block the third call in a session within
+/// ten minutes (`limit` calls allowed), in `mode`.
+fn sql_reload_config(dir: &Path, limit: u32, mode: &str) -> PathBuf {
+    let config = dir.join("parallax.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "evaluators:\n  - name: t\n    type: sql\n    mode: {mode}\n    rules:\n      \
+             - id: too-many\n        action: block\n        query: |\n          \
+             SELECT count(*) AS n FROM events WHERE session_id = :session_id AND ts > :now - 600\n        \
+             condition: n > {limit}\n"
+        ),
+    )
+    .unwrap();
+    config
+}
+
+#[test]
+fn reload_keeps_the_sql_window_and_monitor_mode_reaches_sql_rules() {
+    let dir = temp_dir("reload-sql");
+    let config = sql_reload_config(&dir, 5, "enforce");
+    let c = config.clone();
+    let server = TestServer::start(
+        &config,
+        |_| {},
+        move |s, _| {
+            s.with_reload(ReloadSource {
+                config: Some(c),
+                baked_only: false,
+            })
+        },
+    );
+    let a = server.addr;
+    let call = || {
+        post(
+            a,
+            "/evaluate",
+            &[],
+            json!({"stage": "tool.before", "session_id": "s1", "tool_name": "Bash",
+                   "tool_args": {"command": "ls"}})
+            .to_string()
+            .as_bytes(),
+        )
+        .json()
+    };
+    for _ in 0..3 {
+        assert_eq!(call()["action"], "allow");
+    }
+    // Lower the limit: the three calls already recorded still count, so the
+    // fourth call is over it.
+    sql_reload_config(&dir, 3, "enforce");
+    let r = post(a, "/admin/reload", &[], b"");
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    let v = call();
+    assert_eq!(v["action"], "block", "{v}");
+    assert_eq!(v["results"][0]["rule_id"], "too-many", "{v}");
+
+    // The same rule in monitor mode reports what it would do.
+    sql_reload_config(&dir, 3, "monitor");
+    let r = post(a, "/admin/reload", &[], b"");
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    let v = call();
+    assert_eq!(v["action"], "detect", "{v}");
+    assert_eq!(v["would_block"], true, "{v}");
+    assert_eq!(v["results"][0]["monitor"], true, "{v}");
+}
