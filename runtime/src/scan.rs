@@ -190,6 +190,13 @@ impl FieldScanner {
 /// match ends anywhere. The shards are built unanchored with `MatchKind::All`
 /// and without quit bytes, so the start state always exists and match states
 /// name every pattern that matches there.
+///
+/// Accelerated states (at most three bytes lead out of them; every other
+/// byte loops back) are left with a memchr jump to the next such byte
+/// instead of a table lookup per byte. The unanchored start state of a
+/// shard whose patterns all begin with a rare byte is one, so benign text
+/// is mostly skipped at memchr speed; without this the walk costs about
+/// 1.5 ns per byte whatever the text.
 fn scan_dfa<A: Automaton>(dfa: &A, atoms: &[u32], hay: &[u8], hits: &mut BitSet) {
     let Ok(mut sid) = dfa.start_state_forward(&Input::new(hay)) else {
         return;
@@ -199,13 +206,20 @@ fn scan_dfa<A: Automaton>(dfa: &A, atoms: &[u32], hay: &[u8], hits: &mut BitSet)
             hits.insert(atoms[dfa.match_pattern(sid, i).as_usize()] as usize);
         }
     };
-    for &b in hay {
-        sid = dfa.next_state(sid, b);
+    let mut at = 0;
+    while at < hay.len() {
+        sid = dfa.next_state(sid, hay[at]);
+        at += 1;
         if dfa.is_special_state(sid) {
             if dfa.is_match_state(sid) {
                 record(sid, hits);
             } else if dfa.is_dead_state(sid) || dfa.is_quit_state(sid) {
                 return;
+            }
+            // A match state can be accelerated too: the bytes skipped loop
+            // back to it, so it would only record the same patterns again.
+            if dfa.is_accel_state(sid) {
+                at = next_exit(dfa.accelerator(sid), hay, at);
             }
         }
     }
@@ -213,4 +227,18 @@ fn scan_dfa<A: Automaton>(dfa: &A, atoms: &[u32], hay: &[u8], hits: &mut BitSet)
     if dfa.is_match_state(sid) {
         record(sid, hits);
     }
+}
+
+/// The position of the first byte at or after `from` that leaves an
+/// accelerated state (`needles`: one to three bytes), or the end.
+fn next_exit(needles: &[u8], hay: &[u8], from: usize) -> usize {
+    let rest = &hay[from..];
+    let found = match *needles {
+        [a] => memchr::memchr(a, rest),
+        [a, b] => memchr::memchr2(a, b, rest),
+        [a, b, c] => memchr::memchr3(a, b, c, rest),
+        // Not accelerated after all: step one byte.
+        _ => Some(0),
+    };
+    found.map_or(hay.len(), |i| from + i)
 }
