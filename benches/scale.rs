@@ -4,8 +4,8 @@
 //!
 //! The per-field automata are meant to make the cost of a scan depend on the
 //! input, not on the number of rules; the budget `scale-10000-vs-100` holds
-//! that to a factor of 3. Each size also reports build time and automata
-//! size.
+//! that to a factor of 3. Each size also reports build time, automata size
+//! and the naive one-regex-per-rule interpreter on the same rules.
 //!
 //! The rule sets run on the dynamic backend (a baked build would need a
 //! release rebuild per size); its scanning is the baked backend's, and only
@@ -19,18 +19,21 @@
 mod budgets;
 #[path = "support/events.rs"]
 mod events;
+#[path = "support/naive.rs"]
+mod naive;
 #[path = "support/timing.rs"]
 mod timing;
 
 use budgets::Budgets;
 use criterion::{BenchmarkId, Criterion, Throughput};
+use naive::Naive;
 use parallax_compiler::{plan, Limits};
 use parallax_runtime::{Action, Engine, Event, PreparedEvent};
 use std::fmt::Write as _;
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use timing::{fmt_ns, sample};
+use timing::{fmt_ns, sample, sample_min};
 
 const SIZES: [usize; 3] = [100, 1_000, 10_000];
 /// Rules per generated file (one evaluator each), like a curated library
@@ -172,6 +175,7 @@ fn write_rules(dir: &Path, n: usize) -> (PathBuf, String) {
 struct Built {
     n: usize,
     engine: Engine,
+    naive: Naive,
     build_ms: f64,
     dfa_bytes: usize,
     shards: usize,
@@ -184,6 +188,7 @@ fn build(root: &Path, n: usize) -> Built {
     let (config, probe) = write_rules(&dir, n);
     let rules = parallax_compiler::load(&config).unwrap_or_else(|e| panic!("{n} rules: {e}"));
     assert_eq!(rules.rule_count(), n, "every synthetic rule compiles");
+    let naive = Naive::new(rules.clone());
     let started = Instant::now();
     let compiled = plan::compile(&rules, &Limits::default());
     let stats = compiled.stats.clone();
@@ -205,6 +210,7 @@ fn build(root: &Path, n: usize) -> Built {
     Built {
         n,
         engine,
+        naive,
         build_ms,
         dfa_bytes: stats.fields.iter().flat_map(|f| &f.shard_bytes).sum(),
         shards: stats.fields.iter().map(|f| f.shard_bytes.len()).sum(),
@@ -239,6 +245,8 @@ fn main() {
                 Action::Allow,
                 "{n} rules: benign {name} got {action}"
             );
+            let naive = b.naive.evaluate(event);
+            assert_eq!(naive, Action::Allow, "{n} rules: naive on {name}");
         }
         built.push(b);
     }
@@ -280,6 +288,7 @@ fn main() {
     for b in &built {
         let mut scratch = b.engine.new_scratch();
         let mut cells = Vec::new();
+        let mut naive_cells = Vec::new();
         for (name, _, event) in &benign {
             let d = sample(per, || {
                 black_box(b.engine.evaluate(black_box(event), &mut scratch).action);
@@ -288,6 +297,16 @@ fn main() {
                 medians_1k.push(d.p50);
             }
             cells.push(format!("{name} {} / {}", fmt_ns(d.p50), fmt_ns(d.p99)));
+            // The naive interpreter on the same rules (at least 20 calls: it
+            // takes milliseconds per event at 10,000 rules).
+            let n = sample_min(per, 20, || {
+                black_box(b.naive.evaluate(black_box(event)));
+            });
+            naive_cells.push(format!(
+                "{name} {} ({:.0}× ours)",
+                fmt_ns(n.p50),
+                n.p50 / d.p50
+            ));
         }
         println!(
             "{:>7} | {:>7.0} ms {:>7} {:>8.1} MiB {:>9} {:>9} | {}",
@@ -298,6 +317,11 @@ fn main() {
             b.literals,
             b.verifiers,
             cells.join(", ")
+        );
+        println!(
+            "{:>7} | naive one-regex-per-rule p50: {}",
+            "",
+            naive_cells.join(", ")
         );
     }
     println!("(build = plan::compile + engine set-up; YAML reading and lowering not included)");

@@ -148,3 +148,37 @@ fn dynamic_scan_of_every_path_agrees_with_each_atoms_regex() {
     let engine = loader::dynamic_engine(fixture).expect("fixture compiles");
     check(&engine, "fixture");
 }
+
+/// The planner's many-rules layout (DFA atoms with literals moved to the
+/// prefiltered path once a field's DFA would need several shards), forced
+/// on the fixture with a tiny shard budget, finds the same hits.
+#[test]
+fn prefiltered_layout_for_large_sets_agrees_with_each_atoms_regex() {
+    use parallax_compiler::{plan, Limits};
+    use parallax_runtime::AtomPath;
+    let fixture = Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/paths/parallax.yaml"
+    ));
+    let rules = parallax_compiler::load(fixture).expect("fixture lowers");
+    let normal = plan::compile(&rules, &Limits::default());
+    let tight = plan::compile(
+        &rules,
+        &Limits {
+            shard_dfa_bytes: 4,
+            ..Limits::default()
+        },
+    );
+    let moved = normal
+        .program
+        .atoms
+        .iter()
+        .zip(&tight.program.atoms)
+        .filter(|(n, t)| n.path == AtomPath::Dfa && t.path == AtomPath::Prefiltered)
+        .count();
+    assert!(moved > 0, "no DFA atom moved to the prefiltered path");
+    check(
+        &tight.into_engine().expect("engine"),
+        "fixture, tight shards",
+    );
+}

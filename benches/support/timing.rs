@@ -37,14 +37,19 @@ impl Dist {
 
 /// Times `f` call by call for about `budget` (at least 1,000 calls, at most
 /// 200,000) after a warm-up, and returns the distribution.
-pub fn sample(budget: Duration, mut f: impl FnMut()) -> Dist {
+pub fn sample(budget: Duration, f: impl FnMut()) -> Dist {
+    sample_min(budget, 1_000, f)
+}
+
+/// [`sample`] with at least `min` calls (for slow baselines).
+pub fn sample_min(budget: Duration, min: usize, mut f: impl FnMut()) -> Dist {
     let warm = Instant::now();
     while warm.elapsed() < budget / 10 {
         f();
     }
     let mut ns = Vec::with_capacity(200_000);
     let started = Instant::now();
-    while ns.len() < 1_000 || (started.elapsed() < budget && ns.len() < 200_000) {
+    while ns.len() < min || (started.elapsed() < budget && ns.len() < 200_000) {
         let t = Instant::now();
         f();
         ns.push(t.elapsed().as_nanos() as u64);
