@@ -1,46 +1,233 @@
-//! Evaluation latency of the shipped rules, baked versus dynamic backend.
-//! (The full budget suite lands with the benchmarks issue.)
+//! Evaluation latency with the shipped rules (`parallax.yaml`), per event:
+//! the baked backend, the dynamic backend and a naive one-regex-per-rule
+//! interpreter, in one run, so the gains are measured ratios.
+//!
+//! Criterion measures each (event, backend) pair; then our own loop times
+//! single evaluations for the median and p99 the budgets are written in
+//! (see `benches/budgets.toml`), and prints the verdict for each budget.
+//!
+//! Run: `cargo bench --bench evaluate`.
 
-use criterion::{black_box, criterion_group, criterion_main, Criterion};
+#[path = "support/budgets.rs"]
+mod budgets;
+#[path = "support/events.rs"]
+mod events;
+#[path = "support/naive.rs"]
+mod naive;
+#[path = "support/timing.rs"]
+mod timing;
+
+use budgets::Budgets;
+use criterion::{Criterion, Throughput};
+use naive::Naive;
 use parallax::{baked, loader};
-use parallax_runtime::{Engine, Event, PreparedEvent};
-use serde_json::json;
+use parallax_runtime::{Engine, Event, PreparedEvent, Report};
+use std::hint::black_box;
 use std::path::Path;
+use std::time::{Duration, Instant};
+use timing::{fmt_ns, sample, Dist};
 
-fn events() -> Vec<(&'static str, PreparedEvent)> {
-    let benign_1k = "Summarise the design document and list open questions. ".repeat(18);
-    [
-        ("tool_call_200b", json!({"stage":"tool.before","tool_name":"Bash","tool_args":{"command":"cargo test --workspace -- --nocapture 2>&1 | tail -n 40"}})),
-        ("message_1k", json!({"stage":"message.before","message_text": benign_1k})),
-        ("block_rm_rf", json!({"stage":"tool.before","tool_name":"exec","tool_args":{"command":"rm -rf /"}})),
-        ("result_64k", json!({"stage":"tool.after","tool_name":"Read","tool_result": "fn main() { println!(\"hello\"); }\n".repeat(2000)})),
-    ]
-    .into_iter()
-    .map(|(n, v)| (n, PreparedEvent::new(Event::from_value(v).unwrap())))
-    .collect()
+struct Prepared {
+    name: &'static str,
+    body: Vec<u8>,
+    event: PreparedEvent,
+    text_bytes: usize,
 }
 
-fn bench_engine(c: &mut Criterion, name: &str, engine: &Engine) {
-    let mut group = c.benchmark_group(name);
-    let mut scratch = engine.new_scratch();
-    for (event_name, event) in events() {
-        group.bench_function(event_name, |b| {
-            b.iter(|| black_box(engine.evaluate(black_box(&event), &mut scratch).action))
-        });
+fn prepare() -> Vec<Prepared> {
+    events::all()
+        .into_iter()
+        .map(|e| Prepared {
+            name: e.name,
+            body: serde_json::to_vec(&e.json).expect("events serialize"),
+            event: PreparedEvent::new(
+                Event::from_value(e.json).unwrap_or_else(|err| panic!("{}: {err}", e.name)),
+            ),
+            text_bytes: e.text_bytes,
+        })
+        .collect()
+}
+
+/// The whole request path minus HTTP: parse, derive fields, evaluate, build
+/// and encode the report.
+fn end_to_end(engine: &Engine, scratch: &mut parallax_runtime::Scratch, body: &[u8]) -> usize {
+    let started = Instant::now();
+    let event = PreparedEvent::new(Event::from_slice(body).expect("valid event"));
+    let verdict = engine.evaluate(&event, scratch);
+    let report = Report::build(engine, &event, &verdict, started.elapsed());
+    serde_json::to_vec(&report).map(|v| v.len()).unwrap_or(0)
+}
+
+/// `PARALLAX_BENCH_REPEAT=<backend>/<event>/<count>`: evaluate one event
+/// `count` times and nothing else, for instruction counts that a busy
+/// machine cannot disturb:
+/// `valgrind --tool=callgrind <bench binary>` then
+/// `callgrind_annotate --inclusive=yes` (Ir of `Engine::evaluate` / count).
+fn repeat(spec: &str, events: &[Prepared], baked: &Engine, dynamic: &Engine, naive: &Naive) {
+    let parts: Vec<&str> = spec.split('/').collect();
+    let [backend, name, count] = parts[..] else {
+        panic!("PARALLAX_BENCH_REPEAT={spec}: expected <baked|dynamic|naive>/<event>/<count>");
+    };
+    let count: usize = count
+        .parse()
+        .unwrap_or_else(|_| panic!("PARALLAX_BENCH_REPEAT={spec}: bad count"));
+    let e = events
+        .iter()
+        .find(|e| e.name == name)
+        .unwrap_or_else(|| panic!("PARALLAX_BENCH_REPEAT={spec}: no event `{name}`"));
+    let mut scratch_b = baked.new_scratch();
+    let mut scratch_d = dynamic.new_scratch();
+    for _ in 0..count {
+        match backend {
+            "baked" => black_box(baked.evaluate(black_box(&e.event), &mut scratch_b).action),
+            "dynamic" => black_box(dynamic.evaluate(black_box(&e.event), &mut scratch_d).action),
+            "naive" => black_box(naive.evaluate(black_box(&e.event))),
+            _ => panic!("PARALLAX_BENCH_REPEAT={spec}: backend is baked, dynamic or naive"),
+        };
     }
-    group.finish();
+    println!("{backend}/{name}: {count} evaluations");
 }
 
-fn evaluate(c: &mut Criterion) {
-    let baked = baked::engine().unwrap();
-    let dynamic = loader::dynamic_engine(Path::new(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/parallax.yaml"
-    )))
-    .unwrap();
-    bench_engine(c, "baked", &baked);
-    bench_engine(c, "dynamic", &dynamic);
-}
+fn main() {
+    let budgets = Budgets::load();
+    let config = Path::new(env!("CARGO_MANIFEST_DIR")).join("parallax.yaml");
+    let baked = baked::engine().expect("baked engine");
+    let dynamic = loader::dynamic_engine(&config).expect("dynamic engine");
+    let naive = Naive::new(parallax_compiler::load(&config).expect("shipped rules lower"));
+    let events = prepare();
+    let expected: Vec<&str> = events::all().iter().map(|e| e.expect).collect();
 
-criterion_group!(benches, evaluate);
-criterion_main!(benches);
+    // The three must agree with each other and with the expected verdict,
+    // or the figures below compare different work.
+    let mut scratch_b = baked.new_scratch();
+    let mut scratch_d = dynamic.new_scratch();
+    for (e, expect) in events.iter().zip(&expected) {
+        let b = baked.evaluate(&e.event, &mut scratch_b).action.as_str();
+        let d = dynamic.evaluate(&e.event, &mut scratch_d).action.as_str();
+        let n = naive.evaluate(&e.event).as_str();
+        assert!(
+            b == *expect && d == *expect && n == *expect,
+            "{}: expected {expect}, got baked {b}, dynamic {d}, naive {n}",
+            e.name
+        );
+    }
+
+    if let Ok(spec) = std::env::var("PARALLAX_BENCH_REPEAT") {
+        repeat(&spec, &events, &baked, &dynamic, &naive);
+        return;
+    }
+
+    let mut c = Criterion::default()
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2))
+        .sample_size(50)
+        .configure_from_args();
+    for (group_name, engine) in [("baked", &baked), ("dynamic", &dynamic)] {
+        let mut group = c.benchmark_group(group_name);
+        let mut scratch = engine.new_scratch();
+        for e in &events {
+            group.throughput(Throughput::Bytes(e.text_bytes as u64));
+            group.bench_function(e.name, |b| {
+                b.iter(|| black_box(engine.evaluate(black_box(&e.event), &mut scratch).action))
+            });
+        }
+        group.finish();
+    }
+    {
+        let mut group = c.benchmark_group("naive");
+        for e in &events {
+            group.throughput(Throughput::Bytes(e.text_bytes as u64));
+            group.bench_function(e.name, |b| {
+                b.iter(|| black_box(naive.evaluate(black_box(&e.event))))
+            });
+        }
+        group.finish();
+    }
+    {
+        let mut group = c.benchmark_group("end_to_end_baked");
+        for e in &events {
+            group.throughput(Throughput::Bytes(e.body.len() as u64));
+            group.bench_function(e.name, |b| {
+                b.iter(|| end_to_end(&baked, &mut scratch_b, black_box(&e.body)))
+            });
+        }
+        group.finish();
+    }
+    c.final_summary();
+
+    // Single-evaluation distributions.
+    let per = Duration::from_millis(700);
+    println!();
+    println!(
+        "Single-evaluation latency (own loop, ~{} ms per cell; clock overhead ≈ {}):",
+        per.as_millis(),
+        fmt_ns(timing::timer_overhead())
+    );
+    println!(
+        "{:<15} {:>7} | {:>9} {:>9} | {:>9} {:>9} | {:>9} {:>9} | {:>9} {:>9} | {:>8} {:>8}",
+        "event",
+        "bytes",
+        "baked p50",
+        "p99",
+        "dyn p50",
+        "p99",
+        "naive p50",
+        "p99",
+        "e2e p50",
+        "p99",
+        "dyn/bake",
+        "naive/bk"
+    );
+    let mut baked_dists: Vec<Dist> = Vec::new();
+    for e in &events {
+        let b = sample(per, || {
+            black_box(baked.evaluate(black_box(&e.event), &mut scratch_b).action);
+        });
+        let d = sample(per, || {
+            black_box(dynamic.evaluate(black_box(&e.event), &mut scratch_d).action);
+        });
+        let n = sample(per, || {
+            black_box(naive.evaluate(black_box(&e.event)));
+        });
+        let full = sample(per, || {
+            black_box(end_to_end(&baked, &mut scratch_b, black_box(&e.body)));
+        });
+        println!(
+            "{:<15} {:>7} | {:>9} {:>9} | {:>9} {:>9} | {:>9} {:>9} | {:>9} {:>9} | {:>7.2}× {:>7.1}×",
+            e.name,
+            e.text_bytes,
+            fmt_ns(b.p50),
+            fmt_ns(b.p99),
+            fmt_ns(d.p50),
+            fmt_ns(d.p99),
+            fmt_ns(n.p50),
+            fmt_ns(n.p99),
+            fmt_ns(full.p50),
+            fmt_ns(full.p99),
+            d.p50 / b.p50,
+            n.p50 / b.p50,
+        );
+        baked_dists.push(b);
+    }
+    let find = |name: &str| {
+        events
+            .iter()
+            .position(|e| e.name == name)
+            .unwrap_or_else(|| panic!("no event `{name}`"))
+    };
+    let large = find("result_64k");
+    let large_mbs = events[large].text_bytes as f64 / (baked_dists[large].p50 / 1e9) / 1_000_000.0;
+    println!(
+        "result_64k throughput (baked, at the median): {large_mbs:.0} MB/s; \
+         e2e = parse + prepare + evaluate + report + encode"
+    );
+    println!();
+    let m = baked_dists[find("message_1k")];
+    budgets.check("shipped-1k-p50", m.p50 / 1000.0);
+    budgets.check("shipped-1k-p99", m.p99 / 1000.0);
+    budgets.check("result-64k-throughput", large_mbs);
+    budgets.not_measured(
+        "sql-event-p99",
+        "no SQL engine in this build; add its bench when it lands",
+    );
+}

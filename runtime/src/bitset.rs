@@ -34,6 +34,11 @@ impl BitSet {
         self.words.iter_mut().for_each(|w| *w = 0);
     }
 
+    /// Makes this set equal to `other` (of the same size).
+    pub fn copy_from(&mut self, other: &BitSet) {
+        self.words.copy_from_slice(&other.words);
+    }
+
     pub fn is_empty(&self) -> bool {
         self.words.iter().all(|w| *w == 0)
     }
@@ -67,6 +72,9 @@ mod tests {
         assert!(b.contains(63) && b.contains(129) && !b.contains(1));
         assert!(!b.contains(10_000), "out of range is simply absent");
         assert_eq!(b.iter().collect::<Vec<_>>(), vec![0, 63, 64, 129]);
+        let mut c = BitSet::new(130);
+        c.copy_from(&b);
+        assert_eq!(c.iter().collect::<Vec<_>>(), vec![0, 63, 64, 129]);
         b.clear();
         assert!(b.is_empty());
     }

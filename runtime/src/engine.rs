@@ -9,7 +9,7 @@
 use crate::action::Action;
 use crate::bitset::BitSet;
 use crate::cel::CelRuntime;
-use crate::predicate::{CompiledPredicate, PredicateInput};
+use crate::predicate::{CompiledPredicate, Predicate, PredicateInput};
 use crate::prepared::PreparedEvent;
 use crate::program::Program;
 use crate::scan::{FieldScanner, ScanBuildError, ShardDfa};
@@ -55,7 +55,6 @@ pub enum EngineError {
 
 struct StagePlan {
     fields: Vec<usize>,
-    evaluators: Vec<usize>,
 }
 
 pub struct Engine {
@@ -69,11 +68,33 @@ pub struct Engine {
     span_regexes: Vec<OnceLock<Option<meta::Regex>>>,
     /// The program's CEL expressions, ready to interpret.
     cel: CelRuntime,
+    /// Per atom, the rules that can only hold when one of their atoms hit
+    /// and that mention it.
+    atom_rules: Vec<Vec<u32>>,
+    /// Rules that may hold with no atom hit (under a `Not`, a constant, or a
+    /// predicate kind that looks at the event itself): always evaluated.
+    always_rules: BitSet,
+}
+
+/// Whether `p` is false whenever none of its atoms hit, so that its rule
+/// needs evaluating only when one did. Conservative: any form it does not
+/// know is assumed able to hold on its own.
+fn needs_an_atom(p: &Predicate) -> bool {
+    match p {
+        Predicate::Const(b) => !b,
+        Predicate::Atom(_) => true,
+        Predicate::And(ps) => ps.iter().any(needs_an_atom),
+        Predicate::Or(ps) => ps.iter().all(needs_an_atom),
+        #[allow(unreachable_patterns)]
+        _ => false,
+    }
 }
 
 /// Reusable per-evaluation memory.
 pub struct Scratch {
     atoms: BitSet,
+    /// Rules to evaluate this time (see [`Engine::evaluate`]).
+    rules: BitSet,
     candidates: BitSet,
     caches: Vec<Option<meta::Cache>>,
     matched: Vec<u32>,
@@ -151,11 +172,26 @@ impl Engine {
                 }
                 fields.sort_unstable();
                 fields.dedup();
-                StagePlan { fields, evaluators }
+                StagePlan { fields }
             })
             .collect();
         let span_regexes = program.atoms.iter().map(|_| OnceLock::new()).collect();
         let cel = CelRuntime::new(&program.cel);
+        let mut atom_rules: Vec<Vec<u32>> = vec![Vec::new(); program.atoms.len()];
+        let mut always_rules = BitSet::new(program.rules.len());
+        for (r, rule) in program.rules.iter().enumerate() {
+            if !needs_an_atom(&rule.predicate) {
+                always_rules.insert(r);
+                continue;
+            }
+            let mut atoms = Vec::new();
+            rule.predicate.atoms(&mut atoms);
+            atoms.sort_unstable();
+            atoms.dedup();
+            for a in atoms {
+                atom_rules[a as usize].push(r as u32);
+            }
+        }
         Ok(Engine {
             cel,
             program,
@@ -164,6 +200,8 @@ impl Engine {
             backend,
             stages,
             span_regexes,
+            atom_rules,
+            always_rules,
         })
     }
 
@@ -178,6 +216,7 @@ impl Engine {
     pub fn new_scratch(&self) -> Scratch {
         Scratch {
             atoms: BitSet::new(self.program.atoms.len()),
+            rules: BitSet::new(self.program.rules.len()),
             candidates: BitSet::new(self.scanners.iter().map(|s| s.verifiers.len()).sum()),
             caches: self.scanners.iter().flat_map(|s| s.new_caches()).collect(),
             matched: Vec::with_capacity(self.program.rules.len()),
@@ -191,30 +230,53 @@ impl Engine {
         scratch.atoms.clear();
         scratch.matched.clear();
         self.scan(plan.fields.iter().copied(), event, scratch);
+        // Only rules that can hold: those of the atoms that hit, and those
+        // that need none. Walking every rule would make each evaluation cost
+        // O(rules) however little text matched. Rules are numbered in chain
+        // order, so the ascending walk keeps evaluators in order, and the
+        // chain stops at the first evaluator boundary after a block.
+        let Scratch {
+            atoms,
+            rules,
+            matched,
+            ..
+        } = &mut *scratch;
+        rules.copy_from(&self.always_rules);
+        for a in atoms.iter() {
+            for &r in &self.atom_rules[a] {
+                rules.insert(r as usize);
+            }
+        }
         let mut action = Action::Allow;
         let mut would_action = Action::Allow;
-        for &e in &plan.evaluators {
-            let mut blocked = false;
-            for r in self.program.rules_of(e) {
-                let rule = &self.program.rules[r];
-                if !rule.stages.contains(stage) {
-                    continue;
-                }
-                if self.predicate(r, &scratch.atoms, event) {
-                    scratch.matched.push(r as u32);
-                    would_action = would_action.max(rule.action);
-                    // A monitored block does not stop the chain: the rules
-                    // after it still enforce.
-                    if rule.monitor {
-                        action = action.max(rule.action.min(Action::Detect));
-                    } else {
-                        action = action.max(rule.action);
-                        blocked |= rule.action == Action::Block;
-                    }
-                }
+        let mut evaluator = None;
+        let mut blocked = false;
+        for r in rules.iter() {
+            let rule = &self.program.rules[r];
+            if !rule.stages.contains(stage)
+                || !self.program.evaluators[rule.evaluator as usize]
+                    .stages
+                    .contains(stage)
+            {
+                continue;
             }
-            if blocked {
-                break;
+            if evaluator != Some(rule.evaluator) {
+                if blocked {
+                    break;
+                }
+                evaluator = Some(rule.evaluator);
+            }
+            if self.predicate(r, atoms, event) {
+                matched.push(r as u32);
+                would_action = would_action.max(rule.action);
+                // A monitored block does not stop the chain: the rules
+                // after it still enforce.
+                if rule.monitor {
+                    action = action.max(rule.action.min(Action::Detect));
+                } else {
+                    action = action.max(rule.action);
+                    blocked |= rule.action == Action::Block;
+                }
             }
         }
         Verdict {
@@ -244,9 +306,7 @@ impl Engine {
             } = &mut *scratch;
             event.for_each_value(field, &mut |v| {
                 scanner.scan_value(v, atoms, candidates, caches);
-                for i in 0..scanner.verifiers.len() {
-                    candidates.remove(scanner.verifier_base + i);
-                }
+                candidates.clear();
             });
         }
     }
