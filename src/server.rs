@@ -24,7 +24,8 @@ use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use parallax_runtime::{
-    Action, Engine, Event, EventError, PreparedEvent, Report, Scratch, Settings,
+    Action, Engine, EvaluationFailure, Event, EventError, FailMode, PreparedEvent, Report, Scratch,
+    Settings,
 };
 use parallax_store::{
     apply_hits, Clock, SqlHit, StoreError, StoreHandle, StoreRequest, SystemClock,
@@ -234,13 +235,13 @@ impl AppState {
         current: &Current,
         event: Event,
         mut report: Report,
-        hits: Option<Result<Vec<SqlHit>, StoreError>>,
+        hits: Option<Result<Vec<SqlHit>, (&'static str, String)>>,
         started: Instant,
     ) -> Report {
         if let Some(hits) = hits {
             match hits {
                 Ok(hits) => apply_hits(&mut report, current.engine.program(), &hits),
-                Err(e) => tracing::error!(error = %e, "side-store failed; SQL rules skipped"),
+                Err((kind, e)) => self.store_failed(&mut report, kind, e),
             }
             report.elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
         }
@@ -260,7 +261,11 @@ impl AppState {
         let prepared = PreparedEvent::new(event);
         let (report, request) = self.evaluate_compiled(&current, &prepared, started);
         let hits = match (self.store.load_full(), request) {
-            (Some(store), Some(req)) => Some(store.process_blocking(req)),
+            (Some(store), Some(req)) => Some(
+                store
+                    .process_blocking(req)
+                    .map_err(|e| ("sql_store", e.to_string())),
+            ),
             _ => None,
         };
         self.conclude(&current, prepared.event, report, hits, started)
@@ -273,10 +278,51 @@ impl AppState {
         let prepared = PreparedEvent::new(event);
         let (report, request) = self.evaluate_compiled(&current, &prepared, started);
         let hits = match (self.store.load_full(), request) {
-            (Some(store), Some(req)) => Some(store.process(req).await),
+            (Some(store), Some(req)) => {
+                let wait = Duration::from_millis(self.settings.server.request_timeout_ms.max(1));
+                Some(match tokio::time::timeout(wait, store.process(req)).await {
+                    Ok(r) => r.map_err(|e| ("sql_store", e.to_string())),
+                    Err(_) => Err((
+                        "timeout",
+                        format!(
+                            "the SQL side-store did not answer within \
+                             server.request_timeout_ms ({} ms)",
+                            self.settings.server.request_timeout_ms
+                        ),
+                    )),
+                })
+            }
             _ => None,
         };
         self.conclude(&current, prepared.event, report, hits, started)
+    }
+
+    /// The SQL rules could not run (`kind`: `sql_store` or `timeout`): the
+    /// compiled evaluators' results stand, the response says what failed,
+    /// and `fail_mode` decides the verdict as for any failed evaluation
+    /// (closed: block; open: the compiled verdict).
+    pub fn store_failed(&self, report: &mut Report, kind: &str, message: String) {
+        self.metrics.evaluation_failed();
+        let fail_mode = self.settings.server.fail_mode;
+        tracing::error!(kind, %message, ?fail_mode, "SQL rules could not run");
+        report.reasons.push(format!(
+            "SQL rules did not run ({kind}: {message}); fail_mode {} decided",
+            match fail_mode {
+                FailMode::Closed => "closed",
+                FailMode::Open => "open",
+            }
+        ));
+        if fail_mode == FailMode::Closed {
+            report.action = Action::Block;
+            report.blocked = true;
+            report.redacted = None;
+            report.redacted_event = None;
+        }
+        report.failure = Some(EvaluationFailure {
+            kind: kind.to_string(),
+            message,
+            fail_mode,
+        });
     }
 
     /// The fail_mode answer for an evaluation that could not complete
@@ -538,7 +584,7 @@ async fn handle(
     let response = match (req.method(), path) {
         (&Method::GET | &Method::HEAD, "/health") => health(&state),
         (&Method::POST, "/evaluate") => evaluate(req, &state).await,
-        (&Method::GET, "/metrics") => metrics(&state),
+        (&Method::GET, "/metrics") => metrics(&state).await,
         (&Method::POST, "/admin/reload") => reload(&state).await,
         (_, "/health") => method_not_allowed("GET, HEAD"),
         (_, "/metrics") => method_not_allowed("GET"),
@@ -594,8 +640,18 @@ fn health(state: &AppState) -> Response<Body> {
     json_response(StatusCode::OK, body.to_string().into_bytes())
 }
 
-fn metrics(state: &AppState) -> Response<Body> {
-    let mut r = Response::new(Full::new(Bytes::from(state.metrics.render())));
+async fn metrics(state: &AppState) -> Response<Body> {
+    let mut text = state.metrics.render();
+    if let Some(store) = state.store() {
+        if let Ok(rows) = store.row_count().await {
+            text.push_str(
+                "# HELP parallax_sql_store_rows Events in the SQL side-store's window.\n\
+                 # TYPE parallax_sql_store_rows gauge\n",
+            );
+            text.push_str(&format!("parallax_sql_store_rows {rows}\n"));
+        }
+    }
+    let mut r = Response::new(Full::new(Bytes::from(text)));
     r.headers_mut().insert(
         CONTENT_TYPE,
         HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),

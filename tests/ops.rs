@@ -713,6 +713,36 @@ fn fail_mode_decides_and_says_so() {
     }
 }
 
+#[test]
+fn a_failed_side_store_falls_to_fail_mode_and_keeps_the_compiled_results() {
+    for (mode, want) in [
+        (parallax_runtime::FailMode::Closed, "block"),
+        (parallax_runtime::FailMode::Open, "detect"),
+    ] {
+        let loaded = parallax::loader::load(Some(Path::new(CONFIG)), false).unwrap();
+        let mut settings = loaded.settings;
+        settings.server.fail_mode = mode;
+        let state = parallax::server::AppState::new(loaded.engine, settings).expect("side-store");
+        // A detect from the compiled rules, then the SQL rules fail.
+        let event = parallax_runtime::Event::from_value(json!({
+            "stage": "tool.before", "session_id": "s", "tool_name": "Bash",
+            "tool_args": {"command": "sudo -l"}
+        }))
+        .unwrap();
+        let mut r = state.evaluate(event, Instant::now());
+        assert_eq!(serde_json::to_value(&r).unwrap()["action"], "detect");
+        state.store_failed(&mut r, "sql_store", "disk I/O error".into());
+        let v = serde_json::to_value(&r).unwrap();
+        assert_eq!(v["action"], want, "{v}");
+        assert_eq!(v["failure"]["kind"], "sql_store", "{v}");
+        assert!(!v["results"].as_array().unwrap().is_empty(), "{v}");
+        assert!(
+            v["reasons"].to_string().contains("SQL rules did not run"),
+            "{v}"
+        );
+    }
+}
+
 /// The binary: SIGHUP recompiles the config it was started with.
 #[cfg(unix)]
 #[test]
@@ -834,4 +864,8 @@ fn reload_keeps_the_sql_window_and_monitor_mode_reaches_sql_rules() {
     assert_eq!(v["action"], "detect", "{v}");
     assert_eq!(v["would_block"], true, "{v}");
     assert_eq!(v["results"][0]["monitor"], true, "{v}");
+    // Five calls recorded, across two reloads: one window.
+    let m = request(a, "GET", "/metrics", &[], b"");
+    let text = String::from_utf8_lossy(&m.body);
+    assert!(text.contains("parallax_sql_store_rows 5\n"), "{text}");
 }
