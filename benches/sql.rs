@@ -7,15 +7,27 @@
 //! - `handle/roundtrip`: `process` through the channel to the store thread
 //!   and back (what a request waits for);
 //! - `evaluate/*`: the whole evaluation with and without the side-store.
+//!
+//! Then our own loop times single evaluations through the side-store for
+//! the `sql-event-p99` budget (`benches/budgets.toml`).
+//!
+//! Run: `cargo bench --bench sql`.
 
-use criterion::{black_box, criterion_group, criterion_main, Criterion};
+#[path = "support/budgets.rs"]
+mod budgets;
+#[path = "support/timing.rs"]
+mod timing;
+
+use budgets::Budgets;
+use criterion::{black_box, Criterion};
 use parallax::baked;
 use parallax::server::AppState;
 use parallax_runtime::{Action, Event, PreparedEvent, Program, Report, StateSettings};
 use parallax_store::{EventRow, ManualClock, Store, StoreHandle, StoreRequest};
 use serde_json::json;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
+use timing::{fmt_ns, sample};
 
 const ROWS: u64 = 100_000;
 const SESSIONS: usize = 1000;
@@ -72,7 +84,7 @@ fn full_store(program: &Program, clock: &ManualClock) -> Store {
     store
 }
 
-fn sql(c: &mut Criterion) {
+fn sql(c: &mut Criterion) -> f64 {
     let engine = baked::engine().expect("baked engine");
     let program = engine.program().clone();
     assert!(
@@ -164,7 +176,28 @@ fn sql(c: &mut Criterion) {
         })
     });
     g.finish();
+
+    // The budget: one whole evaluation whose SQL rules run against the
+    // store at its cap, through the store's thread, call by call.
+    let d = sample(Duration::from_secs(2), || {
+        i += 1;
+        t += 0.01;
+        let mut e = events[i % events.len()].clone();
+        e.timestamp = Some(t);
+        black_box(with_store.evaluate(e, Instant::now()).action);
+    });
+    println!(
+        "\nevaluation with SQL rules, store at {ROWS} rows: p50 {} p99 {}",
+        fmt_ns(d.p50),
+        fmt_ns(d.p99)
+    );
+    d.p99 / 1000.0
 }
 
-criterion_group!(benches, sql);
-criterion_main!(benches);
+fn main() {
+    let budgets = Budgets::load();
+    let mut c = Criterion::default().configure_from_args();
+    let p99_us = sql(&mut c);
+    c.final_summary();
+    budgets.check("sql-event-p99", p99_us);
+}

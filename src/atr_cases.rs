@@ -313,8 +313,9 @@ pub fn run(engine: &Engine, dir: &Path) -> Result<Summary, CasesError> {
                     continue;
                 };
                 let prepared = PreparedEvent::new(event);
-                let v = engine.evaluate(&prepared, &mut scratch);
-                if v.matched.contains(&(ri as u32)) {
+                // The rule alone: another category's block earlier in the
+                // chain must not hide it, whatever the actions are.
+                if engine.rule_matches(ri, &prepared, &mut scratch) {
                     fired = true;
                     break;
                 }

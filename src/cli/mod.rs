@@ -84,6 +84,11 @@ pub enum Command {
         /// With --atr: list every failing case.
         #[arg(long)]
         failures: bool,
+        /// With --atr: run the cases on the rules baked into this binary
+        /// (built with PARALLAX_CONFIG pointing at a config that loads the
+        /// corpus) instead of compiling DIR now.
+        #[arg(long)]
+        baked: bool,
     },
     /// Generate documentation from the rules.
     Docs {
@@ -150,11 +155,12 @@ pub fn run(cli: Cli) -> ExitCode {
             fixtures,
             atr: Some(dir),
             failures,
+            baked,
         } => {
             if !fixtures.is_empty() {
                 return fail("fixture files and --atr are separate runs; give one or the other");
             }
-            test::run_atr(dir, config, failures)
+            test::run_atr(dir, config, failures, baked)
         }
         Command::Test {
             config, fixtures, ..

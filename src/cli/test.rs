@@ -55,12 +55,27 @@ pub fn run(config: Option<PathBuf>, fixtures: Vec<PathBuf>) -> ExitCode {
 }
 
 /// `parallax test --atr DIR`.
-pub fn run_atr(dir: PathBuf, config: Option<PathBuf>, failures: bool) -> ExitCode {
+pub fn run_atr(dir: PathBuf, config: Option<PathBuf>, failures: bool, baked: bool) -> ExitCode {
     let started = Instant::now();
-    let engine = match atr_cases::compile(&dir, config.as_deref()) {
-        Ok(e) => e,
-        Err(e) => return fail(e),
+    let engine = if baked {
+        match crate::baked::engine() {
+            Ok(e) if e.program().rules.iter().any(|r| r.id.starts_with("ATR-")) => e,
+            Ok(_) => {
+                return fail(
+                    "--baked: this binary's rules hold no ATR rule; build it with \
+                     PARALLAX_CONFIG pointing at a config that loads the corpus \
+                     (e.g. tests/fixtures/atr/parallax.yaml)",
+                )
+            }
+            Err(e) => return fail(e),
+        }
+    } else {
+        match atr_cases::compile(&dir, config.as_deref()) {
+            Ok(e) => e,
+            Err(e) => return fail(e),
+        }
     };
+    let backend = engine.backend().as_str();
     let compiled_ms = started.elapsed().as_secs_f64() * 1000.0;
     let summary = match atr_cases::run(&engine, &dir) {
         Ok(s) => s,
@@ -75,7 +90,7 @@ pub fn run_atr(dir: PathBuf, config: Option<PathBuf>, failures: bool) -> ExitCod
         println!("(--failures lists the failing cases)");
     }
     println!(
-        "compiled in {compiled_ms:.0} ms, cases run in {:.0} ms (dynamic backend)",
+        "compiled in {compiled_ms:.0} ms, cases run in {:.0} ms ({backend} backend)",
         started.elapsed().as_secs_f64() * 1000.0 - compiled_ms
     );
     let tp = summary.total(atr_cases::CaseKind::TruePositive);
