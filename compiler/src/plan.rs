@@ -160,12 +160,9 @@ struct Analysis {
 /// Why a pattern is not worth trying as a dense DFA, if it is not: each
 /// attempt on an explosive pattern costs build time up to the budget, and
 /// these shapes are known to explode or to be unsupported.
-fn dfa_obstacle(hir: &Hir, literal_first: bool) -> Option<String> {
+fn dfa_obstacle(hir: &Hir) -> Option<String> {
     if hir.properties().look_set().contains_word_unicode() {
         return Some("Unicode word boundary: no DFA".into());
-    }
-    if !literal_first {
-        return None;
     }
     fn gap(h: &Hir) -> Option<(u32, u32)> {
         match h.kind() {
@@ -232,10 +229,7 @@ fn analyse(pattern: &str, limits: &Limits, literal_first: bool) -> Analysis {
             };
         }
     }
-    // The gap heuristic saves build time only where thousands of patterns
-    // would each hit the budget (literal-first mode); a small rule set tries
-    // the DFA, bounded by `atom_dfa_bytes` anyway.
-    if let Some(why) = dfa_obstacle(&hir, literal_first) {
+    if let Some(why) = dfa_obstacle(&hir) {
         return Analysis {
             dfa: None,
             backtrack: false,
