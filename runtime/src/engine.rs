@@ -97,6 +97,8 @@ pub struct Scratch {
     rules: BitSet,
     candidates: BitSet,
     caches: Vec<Option<meta::Cache>>,
+    /// Per field: its verifier gate's memory.
+    gates: Vec<Option<crate::scan::GateScratch>>,
     matched: Vec<u32>,
 }
 
@@ -219,6 +221,7 @@ impl Engine {
             rules: BitSet::new(self.program.rules.len()),
             candidates: BitSet::new(self.scanners.iter().map(|s| s.verifiers.len()).sum()),
             caches: self.scanners.iter().flat_map(|s| s.new_caches()).collect(),
+            gates: self.scanners.iter().map(|s| s.new_gate_scratch()).collect(),
             matched: Vec::with_capacity(self.program.rules.len()),
         }
     }
@@ -302,10 +305,12 @@ impl Engine {
                 atoms,
                 candidates,
                 caches,
+                gates,
                 ..
             } = &mut *scratch;
+            let gate = &mut gates[f];
             event.for_each_value(field, &mut |v| {
-                scanner.scan_value(v, atoms, candidates, caches);
+                scanner.scan_value(v, atoms, candidates, caches, gate);
                 candidates.clear();
             });
         }

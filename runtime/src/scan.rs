@@ -13,7 +13,7 @@ use crate::program::{FieldPlan, LiteralTarget};
 use crate::validator::Validator;
 use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 use regex_automata::dfa::{dense, Automaton};
-use regex_automata::{meta, Input};
+use regex_automata::{meta, Input, MatchKind as RegexMatchKind, PatternSet};
 
 /// A DFA shard: borrowed from the binary (baked) or built at start-up.
 pub enum ShardDfa {
@@ -39,6 +39,18 @@ pub(crate) struct Verifier {
     pub validator: Option<Validator>,
 }
 
+struct Gate {
+    set: meta::Regex,
+    /// Pattern i of `set` is verifier `members[i]`.
+    members: Vec<usize>,
+}
+
+/// Per-evaluation memory of a field's gate (in [`crate::engine::Scratch`]).
+pub struct GateScratch {
+    cache: meta::Cache,
+    found: PatternSet,
+}
+
 /// How a verifier checks its atom.
 pub(crate) enum Matcher {
     /// Linear time (lazy DFA / PikeVM under regex-automata's meta engine).
@@ -59,8 +71,13 @@ pub(crate) struct FieldScanner {
     cased: Option<LiteralSet>,
     caseless: Option<LiteralSet>,
     pub verifiers: Vec<Verifier>,
-    /// Verifiers without a prefilter (run on every value).
+    /// Verifiers without a prefilter that the gate does not cover (the
+    /// backtracking ones): run on every value.
     unfiltered: Vec<usize>,
+    /// The linear verifiers without a prefilter, as one multi-pattern
+    /// regex: one pass over a value says which of them match at all,
+    /// instead of one pass each (benign text usually matches none).
+    gate: Option<Gate>,
     /// Index of this field's first verifier in the engine-wide numbering
     /// (candidate bits and regex caches in [`crate::engine::Scratch`]).
     pub verifier_base: usize,
@@ -173,18 +190,53 @@ impl FieldScanner {
                 })
             })
             .collect::<Result<Vec<_>, ScanBuildError>>()?;
-        let unfiltered = verifiers
+        let (gated, unfiltered): (Vec<usize>, Vec<usize>) = verifiers
             .iter()
             .enumerate()
             .filter(|(_, v)| !v.prefiltered)
             .map(|(i, _)| i)
-            .collect();
+            .partition(|&i| matches!(verifiers[i].matcher, Matcher::Linear(_)));
+        let gate = if gated.len() > 1 {
+            let patterns: Vec<String> = gated
+                .iter()
+                .map(|&i| atom_spec(verifiers[i].atom).0)
+                .collect();
+            let set = meta::Builder::new()
+                .configure(
+                    meta::Config::new()
+                        .match_kind(RegexMatchKind::All)
+                        .nfa_size_limit(Some(NFA_SIZE_LIMIT)),
+                )
+                .build_many(&patterns)
+                .map_err(|e| ScanBuildError::Verifier {
+                    field: field.clone(),
+                    atom: verifiers[gated[0]].atom,
+                    source: Box::new(e),
+                })?;
+            Some(Gate {
+                set,
+                members: gated,
+            })
+        } else {
+            None
+        };
+        let unfiltered = match gate {
+            Some(_) => unfiltered,
+            // One linear verifier alone is its own gate.
+            None => verifiers
+                .iter()
+                .enumerate()
+                .filter(|(_, v)| !v.prefiltered)
+                .map(|(i, _)| i)
+                .collect(),
+        };
         Ok(FieldScanner {
             shards,
             cased,
             caseless,
             verifiers,
             unfiltered,
+            gate,
             verifier_base,
         })
     }
@@ -196,6 +248,7 @@ impl FieldScanner {
         hits: &mut BitSet,
         candidates: &mut BitSet,
         caches: &mut [Option<meta::Cache>],
+        gate_scratch: &mut Option<GateScratch>,
     ) {
         let bytes = hay.as_bytes();
         for shard in &self.shards {
@@ -227,9 +280,32 @@ impl FieldScanner {
                 self.verify(slot - self.verifier_base, hay, hits, caches);
             }
         }
+        if let (Some(gate), Some(g)) = (&self.gate, gate_scratch.as_mut()) {
+            g.found.clear();
+            gate.set
+                .which_overlapping_matches_with(&mut g.cache, &Input::new(bytes), &mut g.found);
+            for p in g.found.iter() {
+                let i = gate.members[p.as_usize()];
+                let v = &self.verifiers[i];
+                // The set proved a match; only a validator needs the matches.
+                if v.validator.is_none() {
+                    hits.insert(v.atom as usize);
+                } else {
+                    self.verify(i, hay, hits, caches);
+                }
+            }
+        }
         for &i in &self.unfiltered {
             self.verify(i, hay, hits, caches);
         }
+    }
+
+    /// The gate's per-evaluation memory (`None`: this field has no gate).
+    pub fn new_gate_scratch(&self) -> Option<GateScratch> {
+        self.gate.as_ref().map(|g| GateScratch {
+            cache: g.set.create_cache(),
+            found: PatternSet::new(g.set.pattern_len()),
+        })
     }
 
     /// Runs verifier `i` (of this field) on `hay`.
