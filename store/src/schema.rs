@@ -34,6 +34,7 @@ CREATE TABLE IF NOT EXISTS events (
 );
 CREATE INDEX IF NOT EXISTS events_session_ts ON events(session_id, ts);
 CREATE INDEX IF NOT EXISTS events_ts ON events(ts);
+CREATE INDEX IF NOT EXISTS events_session_action_ts ON events(session_id, action, ts);
 ";
 
 /// The columns of `events`, in order (checked against a state file).
