@@ -64,6 +64,12 @@ impl CelRuntime {
 
     /// Evaluates one boolean sub-expression (by node id) with the
     /// interpreter; `None` for an error or a non-bool.
+    ///
+    /// This is the one evaluation path that may allocate: the interpreter
+    /// builds CEL values (lists, strings from `+`, macro results). Generated
+    /// code reaches it only for sub-expressions it does not specialise
+    /// (macros, arithmetic on JSON values); comparisons, `in` lists and
+    /// string calls on fields are native and allocation-free.
     pub fn eval_node(&self, index: u32, node: u32, input: &PredicateInput<'_>) -> Option<bool> {
         let (program, _) = self.exprs.get(index as usize)?;
         match program.eval_node(node, &self.activation(index, input))? {
