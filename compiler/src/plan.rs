@@ -138,6 +138,7 @@ fn add_verifier(
         atom,
         prefiltered,
         backtrack,
+        relaxed: None,
     });
     match (backtrack, prefiltered) {
         (true, _) => AtomPath::Backtrack,
@@ -444,6 +445,11 @@ pub fn compile(rules: &RuleSet, limits: &Limits) -> Compiled {
             verifiers: verifiers.len(),
             literal_bytes: literal_bytes(&literal_plans),
         });
+        for v in verifiers.iter_mut().filter(|v| v.backtrack) {
+            if let AtomKind::Regex { pattern, .. } = &rules.atoms[v.atom as usize].kind {
+                v.relaxed = Some(relax_backtracking(pattern));
+            }
+        }
         fields.push(FieldPlan {
             field: field.clone(),
             shards,

@@ -244,6 +244,11 @@ pub struct VerifierPlan {
     /// Needs the bounded backtracking engine (look-around, backreferences).
     #[serde(default)]
     pub backtrack: bool,
+    /// For a backtracking verifier: its pattern with look-arounds dropped
+    /// and backreferences read as `.*`, a linear-time superset. When it
+    /// does not match, the backtracking engine need not run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relaxed: Option<String>,
 }
 
 impl Program {

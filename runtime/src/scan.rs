@@ -57,7 +57,12 @@ pub(crate) enum Matcher {
     Linear(meta::Regex),
     /// Look-around or backreferences: a backtracking engine whose step
     /// budget is [`BACKTRACK_LIMIT`], so no input can keep a request busy.
-    Backtrack(Box<fancy_regex::Regex>),
+    /// `gate`: the linear regex of the relaxed pattern (see
+    /// [`crate::program::VerifierPlan::relaxed`]), when it compiles.
+    Backtrack {
+        re: Box<fancy_regex::Regex>,
+        gate: Option<meta::Regex>,
+    },
 }
 
 /// Backtracking steps one backtracking atom may take on one value. Past it
@@ -167,7 +172,10 @@ impl FieldScanner {
                     fancy_regex::RegexBuilder::new(&pattern)
                         .backtrack_limit(BACKTRACK_LIMIT)
                         .build()
-                        .map(|r| Matcher::Backtrack(Box::new(r)))
+                        .map(|r| Matcher::Backtrack {
+                            re: Box::new(r),
+                            gate: v.relaxed.as_deref().and_then(|p| linear_regex(p).ok()),
+                        })
                         .map_err(|e| ScanBuildError::Backtrack {
                             field: field.clone(),
                             atom: v.atom,
@@ -328,8 +336,11 @@ impl FieldScanner {
                 None => any_valid_match(re, &mut re.create_cache(), hay, check),
             },
             // Err: the step budget ran out (see BACKTRACK_LIMIT): fail closed.
-            (Matcher::Backtrack(re), None) => re.is_match(hay).unwrap_or(true),
-            (Matcher::Backtrack(re), Some(check)) => re.find_iter(hay).any(|m| match m {
+            // Cannot match where its superset does not: the backtracking
+            // engine is spared benign text.
+            (Matcher::Backtrack { gate: Some(g), .. }, _) if !g.is_match(hay) => false,
+            (Matcher::Backtrack { re, .. }, None) => re.is_match(hay).unwrap_or(true),
+            (Matcher::Backtrack { re, .. }, Some(check)) => re.find_iter(hay).any(|m| match m {
                 Ok(m) => check.check(m.as_str()),
                 Err(_) => true,
             }),
@@ -344,7 +355,7 @@ impl FieldScanner {
     pub fn new_caches(&self) -> impl Iterator<Item = Option<meta::Cache>> + '_ {
         self.verifiers.iter().map(|v| match &v.matcher {
             Matcher::Linear(re) => Some(re.create_cache()),
-            Matcher::Backtrack(_) => None,
+            Matcher::Backtrack { .. } => None,
         })
     }
 }
