@@ -12,7 +12,7 @@ fn state() -> &'static AppState {
     STATE.get_or_init(|| {
         let engine = parallax::baked::engine().expect("the baked engine loads");
         let settings = engine.program().settings.clone();
-        AppState::new(engine, settings)
+        AppState::new(engine, settings).expect("the side-store opens")
     })
 }
 
