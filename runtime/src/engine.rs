@@ -55,6 +55,10 @@ pub enum EngineError {
 
 struct StagePlan {
     fields: Vec<usize>,
+    /// The atoms of the rules that run at this stage: a verifier whose atom
+    /// is not among them need not run (a field's automata serve every
+    /// stage; a rule of another stage must not cost this one a regex run).
+    atoms: BitSet,
 }
 
 pub struct Engine {
@@ -158,12 +162,14 @@ impl Engine {
                     .filter(|&e| program.evaluators[e].stages.contains(stage))
                     .collect();
                 let mut fields = Vec::new();
+                let mut stage_atoms = BitSet::new(program.atoms.len());
                 for &e in &evaluators {
                     for r in program.rules_of(e) {
                         let rule = &program.rules[r];
                         if rule.stages.contains(stage) {
                             let mut atoms = Vec::new();
                             rule.predicate.atoms(&mut atoms);
+                            atoms.iter().for_each(|&a| stage_atoms.insert(a as usize));
                             fields.extend(
                                 atoms
                                     .iter()
@@ -174,7 +180,10 @@ impl Engine {
                 }
                 fields.sort_unstable();
                 fields.dedup();
-                StagePlan { fields }
+                StagePlan {
+                    fields,
+                    atoms: stage_atoms,
+                }
             })
             .collect();
         let span_regexes = program.atoms.iter().map(|_| OnceLock::new()).collect();
@@ -232,7 +241,12 @@ impl Engine {
         let plan = &self.stages[stage.index()];
         scratch.atoms.clear();
         scratch.matched.clear();
-        self.scan(plan.fields.iter().copied(), event, scratch);
+        self.scan(
+            plan.fields.iter().copied(),
+            Some(&plan.atoms),
+            event,
+            scratch,
+        );
         // Only rules that can hold: those of the atoms that hit, and those
         // that need none. Walking every rule would make each evaluation cost
         // O(rules) however little text matched. Rules are numbered in chain
@@ -295,6 +309,7 @@ impl Engine {
     fn scan(
         &self,
         fields: impl Iterator<Item = usize>,
+        relevant: Option<&BitSet>,
         event: &PreparedEvent,
         scratch: &mut Scratch,
     ) {
@@ -310,7 +325,7 @@ impl Engine {
             } = &mut *scratch;
             let gate = &mut gates[f];
             event.for_each_value(field, &mut |v| {
-                scanner.scan_value(v, atoms, candidates, caches, gate);
+                scanner.scan_value(v, atoms, candidates, caches, gate, relevant);
                 candidates.clear();
             });
         }
@@ -347,7 +362,7 @@ impl Engine {
         fields.sort_unstable();
         fields.dedup();
         scratch.atoms.clear();
-        self.scan(fields.into_iter(), event, scratch);
+        self.scan(fields.into_iter(), None, event, scratch);
         self.predicate(rule, &scratch.atoms, event)
     }
 

@@ -257,8 +257,11 @@ impl FieldScanner {
         candidates: &mut BitSet,
         caches: &mut [Option<meta::Cache>],
         gate_scratch: &mut Option<GateScratch>,
+        relevant: Option<&BitSet>,
     ) {
         let bytes = hay.as_bytes();
+        // Verifiers of atoms no rule at this stage reads are skipped.
+        let wanted = |v: &Verifier| relevant.is_none_or(|r| r.contains(v.atom as usize));
         for shard in &self.shards {
             match &shard.dfa {
                 ShardDfa::Static(d) => scan_dfa(d, &shard.atoms, bytes, hits),
@@ -284,7 +287,7 @@ impl FieldScanner {
         // prefiltered rules turn into microseconds on text that hits none.
         let range = self.verifier_base..self.verifier_base + self.verifiers.len();
         for slot in candidates.iter() {
-            if range.contains(&slot) {
+            if range.contains(&slot) && wanted(&self.verifiers[slot - self.verifier_base]) {
                 self.verify(slot - self.verifier_base, hay, hits, caches);
             }
         }
@@ -298,13 +301,15 @@ impl FieldScanner {
                 // The set proved a match; only a validator needs the matches.
                 if v.validator.is_none() {
                     hits.insert(v.atom as usize);
-                } else {
+                } else if wanted(v) {
                     self.verify(i, hay, hits, caches);
                 }
             }
         }
         for &i in &self.unfiltered {
-            self.verify(i, hay, hits, caches);
+            if wanted(&self.verifiers[i]) {
+                self.verify(i, hay, hits, caches);
+            }
         }
     }
 
