@@ -11,29 +11,18 @@ use crate::ir::{AtomKind, AtomTable};
 use crate::source::CelRule;
 use parallax_cel::ast::{Expr, ExprKind, Literal, Span, UnaryOp};
 use parallax_cel::{CelType, Declarations, Program, SourceError};
-use parallax_runtime::{CelExpr, FieldRef, JsonRoot, Predicate};
+use parallax_runtime::{CelExpr, FieldRef, JsonRoot, Predicate, CANONICAL_NAMES, TOP_FIELD_NAMES};
 
 /// Event variables and their static types.
 pub fn declarations() -> Declarations {
     let mut d = Declarations::default();
-    for name in [
-        "stage",
-        "session_id",
-        "channel",
-        "user_id",
-        "message_text",
-        "response_text",
-        "tool_name",
-        "model",
-        "command",
-        "path",
-        "write_path",
-        "url",
-        "content",
-        "query",
-        "text",
-        "executable",
-    ] {
+    // Every plain and canonical field is a string variable, under the
+    // names rules use (one table, `parallax_runtime::field`).
+    let names = TOP_FIELD_NAMES
+        .iter()
+        .map(|(n, _)| *n)
+        .chain(CANONICAL_NAMES.iter().map(|(n, _)| *n));
+    for name in names {
         d.declare(name, CelType::String);
     }
     d.declare("timestamp", CelType::Double);

@@ -10,7 +10,7 @@
 //! values joined with `\n`). A variable the event lacks is an error, which
 //! makes the rule not match.
 
-use crate::field::{Canonical, FieldRef, JsonRoot, TopField};
+use crate::field::{Canonical, FieldRef, JsonRoot, TopField, CANONICAL_NAMES, TOP_FIELD_NAMES};
 use crate::predicate::PredicateInput;
 use crate::prepared::PreparedEvent;
 use crate::program::CelExpr;
@@ -90,51 +90,6 @@ struct EventActivation<'a> {
     atom_fields: &'a [(u32, FieldRef)],
 }
 
-const TOP_NAMES: [(&str, TopField); 8] = [
-    ("stage", TopField::Stage),
-    ("session_id", TopField::SessionId),
-    ("channel", TopField::Channel),
-    ("user_id", TopField::UserId),
-    ("message_text", TopField::MessageText),
-    ("tool_name", TopField::ToolName),
-    ("model", TopField::Model),
-    ("response_text", TopField::ResponseText),
-];
-
-const CANONICAL_NAMES: [(&str, Canonical); 8] = [
-    ("command", Canonical::Command),
-    ("path", Canonical::Path),
-    ("write_path", Canonical::WritePath),
-    ("url", Canonical::Url),
-    ("content", Canonical::Content),
-    ("query", Canonical::Query),
-    ("text", Canonical::Text),
-    ("executable", Canonical::Executable),
-];
-
-/// The value of a plain string field of the event.
-pub fn top_field(ev: &PreparedEvent, t: TopField) -> Option<&str> {
-    let e = &ev.event;
-    match t {
-        TopField::Stage => Some(e.stage.as_str()),
-        TopField::SessionId => e.session_id.as_deref(),
-        TopField::Channel => e.channel.as_deref(),
-        TopField::UserId => e.user_id.as_deref(),
-        TopField::MessageText => e.message_text.as_deref(),
-        TopField::ToolName => e.tool_name.as_deref(),
-        TopField::Model => e.model.as_deref(),
-        TopField::ResponseText => e.response_text.as_deref(),
-    }
-}
-
-pub fn json_root(ev: &PreparedEvent, r: JsonRoot) -> &Json {
-    match r {
-        JsonRoot::ToolArgs => &ev.event.tool_args,
-        JsonRoot::ToolResult => &ev.event.tool_result,
-        JsonRoot::Params => &ev.event.params,
-    }
-}
-
 /// A JSON value as a CEL value (an object's keys are strings).
 pub fn json_to_value(v: &Json) -> Value {
     match v {
@@ -169,8 +124,8 @@ fn scalar_value(s: Scalar<'_>) -> Value {
 impl Activation for EventActivation<'_> {
     fn resolve(&self, name: &str) -> Option<Value> {
         let ev = self.input.event;
-        if let Some((_, t)) = TOP_NAMES.iter().find(|(n, _)| *n == name) {
-            return top_field(ev, *t).map(Value::string);
+        if let Some((_, t)) = TOP_FIELD_NAMES.iter().find(|(n, _)| *n == name) {
+            return ev.event.top_field(*t).map(Value::string);
         }
         if let Some((_, c)) = CANONICAL_NAMES.iter().find(|(n, _)| *n == name) {
             let mut joined = String::new();
@@ -195,7 +150,7 @@ impl Activation for EventActivation<'_> {
                 "params" => JsonRoot::Params,
                 _ => return None,
             };
-            return json_at(json_root(ev, root), rest.split('.')).map(json_to_value);
+            return json_at(ev.event.json_root(root), rest.split('.')).map(json_to_value);
         }
         let root = match name {
             "tool_args" => JsonRoot::ToolArgs,
@@ -204,7 +159,7 @@ impl Activation for EventActivation<'_> {
             "timestamp" => return ev.event.timestamp.map(Value::Double),
             _ => return None,
         };
-        Some(match json_root(ev, root) {
+        Some(match ev.event.json_root(root) {
             Json::Null => Value::Map(Arc::new(Map::new())),
             v => json_to_value(v),
         })
@@ -219,11 +174,11 @@ impl Activation for EventActivation<'_> {
             .ok_or(EvalError::Invalid("unknown atom"))?;
         let valid = match field {
             FieldRef::Canonical(_) => true,
-            FieldRef::Top(t) => top_field(self.input.event, *t).is_some(),
+            FieldRef::Top(t) => self.input.event.event.top_field(*t).is_some(),
             FieldRef::Json { root, path } => {
                 matches!(
                     json_at(
-                        json_root(self.input.event, *root),
+                        self.input.event.event.json_root(*root),
                         path.iter().map(String::as_str)
                     ),
                     Some(Json::String(_))
@@ -335,7 +290,7 @@ pub mod native {
     /// A plain string field of the event, as a scalar.
     #[inline]
     pub fn top_scalar<'e>(ev: &'e PreparedEvent, t: TopField) -> Option<Scalar<'e>> {
-        top_field(ev, t).map(Scalar::Str)
+        ev.event.top_field(t).map(Scalar::Str)
     }
 
     /// `timestamp`, as a scalar.
@@ -348,7 +303,7 @@ pub mod native {
     /// empty map.
     #[inline]
     pub fn json<'e>(ev: &'e PreparedEvent, root: JsonRoot, path: &[&str]) -> Option<Scalar<'e>> {
-        let r = json_root(ev, root);
+        let r = ev.event.json_root(root);
         if r.is_null() {
             return if path.is_empty() {
                 Some(Scalar::Map)
@@ -363,7 +318,7 @@ pub mod native {
     /// objects (else an error); then whether the last key is present.
     #[inline]
     pub fn has(ev: &PreparedEvent, root: JsonRoot, path: &[&str], last: &str) -> Option<bool> {
-        let r = json_root(ev, root);
+        let r = ev.event.json_root(root);
         if r.is_null() && path.is_empty() {
             return Some(false);
         }
@@ -376,7 +331,7 @@ pub mod native {
     /// `size(x)` of a JSON value under a root (absent root: 0).
     #[inline]
     pub fn json_size(ev: &PreparedEvent, root: JsonRoot, path: &[&str]) -> Option<Scalar<'static>> {
-        let r = json_root(ev, root);
+        let r = ev.event.json_root(root);
         if r.is_null() && path.is_empty() {
             return Some(Scalar::Int(0));
         }

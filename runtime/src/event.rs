@@ -5,6 +5,7 @@
 //! expected: an agent integration that sends `tool_arg` instead of
 //! `tool_args` must hear about it, not be silently let through unscanned.
 
+use crate::field::{JsonRoot, TopField};
 use crate::stage::Stage;
 use serde_json::{Map, Value};
 use time::format_description::well_known::Rfc3339;
@@ -78,6 +79,30 @@ const KNOWN: [&str; 13] = [
 ];
 
 impl Event {
+    /// The value of a plain string field.
+    pub fn top_field(&self, t: TopField) -> Option<&str> {
+        match t {
+            TopField::Stage => Some(self.stage.as_str()),
+            TopField::SessionId => self.session_id.as_deref(),
+            TopField::Channel => self.channel.as_deref(),
+            TopField::UserId => self.user_id.as_deref(),
+            TopField::MessageText => self.message_text.as_deref(),
+            TopField::ToolName => self.tool_name.as_deref(),
+            TopField::Model => self.model.as_deref(),
+            TopField::ResponseText => self.response_text.as_deref(),
+        }
+    }
+
+    /// The JSON a dotted path under `tool_args`, `tool_result` or `params`
+    /// walks into.
+    pub fn json_root(&self, r: JsonRoot) -> &Value {
+        match r {
+            JsonRoot::ToolArgs => &self.tool_args,
+            JsonRoot::ToolResult => &self.tool_result,
+            JsonRoot::Params => &self.params,
+        }
+    }
+
     /// Parses a request body.
     pub fn from_slice(body: &[u8]) -> Result<Event, EventError> {
         let value: Value =

@@ -79,7 +79,8 @@ pub struct UnknownField {
     pub why: String,
 }
 
-const CANONICAL: [(&str, Canonical); 8] = [
+/// Canonical field names as rules and CEL expressions write them.
+pub const CANONICAL_NAMES: [(&str, Canonical); 8] = [
     ("command", Canonical::Command),
     ("path", Canonical::Path),
     ("write_path", Canonical::WritePath),
@@ -90,7 +91,8 @@ const CANONICAL: [(&str, Canonical); 8] = [
     ("executable", Canonical::Executable),
 ];
 
-const TOP: [(&str, TopField); 8] = [
+/// Plain event field names as rules and CEL expressions write them.
+pub const TOP_FIELD_NAMES: [(&str, TopField); 8] = [
     ("stage", TopField::Stage),
     ("session_id", TopField::SessionId),
     ("channel", TopField::Channel),
@@ -120,14 +122,14 @@ impl FieldRef {
         if rest.iter().any(String::is_empty) {
             return Err(err("empty path segment"));
         }
-        if let Some((_, c)) = CANONICAL.iter().find(|(n, _)| *n == head) {
+        if let Some((_, c)) = CANONICAL_NAMES.iter().find(|(n, _)| *n == head) {
             return if rest.is_empty() {
                 Ok(FieldRef::Canonical(*c))
             } else {
                 Err(err("canonical fields have no sub-fields"))
             };
         }
-        if let Some((_, t)) = TOP.iter().find(|(n, _)| *n == head) {
+        if let Some((_, t)) = TOP_FIELD_NAMES.iter().find(|(n, _)| *n == head) {
             return if rest.is_empty() {
                 Ok(FieldRef::Top(*t))
             } else {
@@ -150,12 +152,12 @@ impl FieldRef {
     /// The name rules use for this field (inverse of [`FieldRef::parse`]).
     pub fn name(&self) -> String {
         match self {
-            FieldRef::Canonical(c) => CANONICAL
+            FieldRef::Canonical(c) => CANONICAL_NAMES
                 .iter()
                 .find(|(_, x)| x == c)
                 .map(|(n, _)| n.to_string())
                 .unwrap_or_default(),
-            FieldRef::Top(t) => TOP
+            FieldRef::Top(t) => TOP_FIELD_NAMES
                 .iter()
                 .find(|(_, x)| x == t)
                 .map(|(n, _)| n.to_string())

@@ -30,7 +30,9 @@ pub use bitset::BitSet;
 pub use check::{Check, CheckOp, NumCmp, TextMode};
 pub use engine::{Backend, Engine, EngineError, Predicates, Scratch, Verdict};
 pub use event::{Event, EventError};
-pub use field::{Canonical, FieldRef, JsonRoot, TopField, UnknownField};
+pub use field::{
+    Canonical, FieldRef, JsonRoot, TopField, UnknownField, CANONICAL_NAMES, TOP_FIELD_NAMES,
+};
 pub use predicate::{CompiledPredicate, Predicate, PredicateInput};
 pub use prepared::PreparedEvent;
 pub use program::{

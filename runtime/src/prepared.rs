@@ -9,7 +9,7 @@
 //! `docs/FIELDS.md`; keep the two in step.
 
 use crate::event::Event;
-use crate::field::{Canonical, FieldRef, JsonRoot, TopField};
+use crate::field::{Canonical, FieldRef};
 use crate::normalize::normalized;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -268,28 +268,11 @@ impl PreparedEvent {
                 }
             },
             FieldRef::Top(t) => {
-                let v = match t {
-                    TopField::Stage => Some(e.stage.as_str()),
-                    TopField::SessionId => e.session_id.as_deref(),
-                    TopField::Channel => e.channel.as_deref(),
-                    TopField::UserId => e.user_id.as_deref(),
-                    TopField::MessageText => e.message_text.as_deref(),
-                    TopField::ToolName => e.tool_name.as_deref(),
-                    TopField::Model => e.model.as_deref(),
-                    TopField::ResponseText => e.response_text.as_deref(),
-                };
-                if let Some(v) = v {
+                if let Some(v) = e.top_field(*t) {
                     f(v);
                 }
             }
-            FieldRef::Json { root, path } => {
-                let v = match root {
-                    JsonRoot::ToolArgs => &e.tool_args,
-                    JsonRoot::ToolResult => &e.tool_result,
-                    JsonRoot::Params => &e.params,
-                };
-                walk(v, path, f);
-            }
+            FieldRef::Json { root, path } => walk(e.json_root(*root), path, f),
         }
     }
 
