@@ -409,28 +409,7 @@ fn load_tree(
                         .and_then(|s| s.to_str())
                         .unwrap_or_default()
                         .to_string();
-                    let (name, stages, enabled, category, mode) = match header {
-                        Some(h) => (
-                            h.name.unwrap_or(stem),
-                            h.stages,
-                            h.enabled,
-                            h.category,
-                            h.mode,
-                        ),
-                        None => (stem, None, true, None, RuleMode::Enforce),
-                    };
-                    out.push(EvaluatorSource {
-                        name,
-                        engine,
-                        stages,
-                        enabled,
-                        category,
-                        mode,
-                        inline: false,
-                        path: file,
-                        rules,
-                        rule_paths: Vec::new(),
-                    });
+                    out.push(tree_evaluator(engine, stem, header, file, rules));
                 }
                 Err(e) => errors.push(e),
             }
@@ -474,31 +453,43 @@ fn load_sigma_tree(
                     .map(|c| c.as_os_str().to_string_lossy().into_owned())
                     .collect::<Vec<_>>()
                     .join("/");
-                let (name, stages, enabled, category, mode) = match header {
-                    Some(h) => (
-                        h.name.unwrap_or(stem),
-                        h.stages,
-                        h.enabled,
-                        h.category,
-                        h.mode,
-                    ),
-                    None => (stem, None, true, None, RuleMode::Enforce),
-                };
-                out.push(EvaluatorSource {
-                    name,
-                    engine: EngineKind::Sigma,
-                    stages,
-                    enabled,
-                    category,
-                    mode,
-                    inline: false,
-                    path: file,
-                    rules,
-                    rule_paths: Vec::new(),
-                });
+                out.push(tree_evaluator(EngineKind::Sigma, stem, header, file, rules));
             }
             Err(e) => errors.push(e),
         }
+    }
+}
+
+/// The evaluator of one rules-tree file: its header's settings, else the
+/// defaults (named `stem`, enabled, enforcing).
+fn tree_evaluator(
+    engine: EngineKind,
+    stem: String,
+    header: Option<FileHeader>,
+    path: PathBuf,
+    rules: Vec<serde_yaml::Value>,
+) -> EvaluatorSource {
+    let (name, stages, enabled, category, mode) = match header {
+        Some(h) => (
+            h.name.unwrap_or(stem),
+            h.stages,
+            h.enabled,
+            h.category,
+            h.mode,
+        ),
+        None => (stem, None, true, None, RuleMode::Enforce),
+    };
+    EvaluatorSource {
+        name,
+        engine,
+        stages,
+        enabled,
+        category,
+        mode,
+        inline: false,
+        path,
+        rules,
+        rule_paths: Vec::new(),
     }
 }
 
