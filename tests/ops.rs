@@ -393,13 +393,11 @@ fn reload_config(dir: &Path, pattern: &str) -> PathBuf {
     config
 }
 
-#[test]
-fn reload_swaps_rules_and_keeps_them_on_a_bad_compile() {
-    let dir = temp_dir("reload");
-    let config = reload_config(&dir, r"\bfoo\b");
-    let c = config.clone();
-    let server = TestServer::start(
-        &config,
+/// A server on `config` that reloads from it.
+fn reloading_server(config: &Path) -> TestServer {
+    let c = config.to_path_buf();
+    TestServer::start(
+        config,
         |_| {},
         move |s, _| {
             s.with_reload(ReloadSource {
@@ -407,7 +405,14 @@ fn reload_swaps_rules_and_keeps_them_on_a_bad_compile() {
                 baked_only: false,
             })
         },
-    );
+    )
+}
+
+#[test]
+fn reload_swaps_rules_and_keeps_them_on_a_bad_compile() {
+    let dir = temp_dir("reload");
+    let config = reload_config(&dir, r"\bfoo\b");
+    let server = reloading_server(&config);
     let a = server.addr;
     let action = |cmd: &str| {
         post(
@@ -820,17 +825,7 @@ fn sql_reload_config(dir: &Path, limit: u32, mode: &str) -> PathBuf {
 fn reload_keeps_the_sql_window_and_monitor_mode_reaches_sql_rules() {
     let dir = temp_dir("reload-sql");
     let config = sql_reload_config(&dir, 5, "enforce");
-    let c = config.clone();
-    let server = TestServer::start(
-        &config,
-        |_| {},
-        move |s, _| {
-            s.with_reload(ReloadSource {
-                config: Some(c),
-                baked_only: false,
-            })
-        },
-    );
+    let server = reloading_server(&config);
     let a = server.addr;
     let call = || {
         post(
