@@ -2,37 +2,18 @@
 //! string calls on event fields lowered to shared atoms; generated Rust
 //! specialised for the common subset.
 
-use parallax_compiler::{codegen, load, plan, CompileErrors, Limits};
+use parallax_compiler::{codegen, load, plan, Limits};
 use parallax_runtime::{AtomPath, FieldRef, Predicate};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
+
+mod common;
 
 fn tree(rules: &str) -> PathBuf {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let dir = std::env::temp_dir().join(format!(
-        "parallax-cel-test-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::SeqCst)
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(dir.join("rules/cel")).unwrap();
-    std::fs::write(dir.join("parallax.yaml"), "rules_dir: rules\n").unwrap();
-    std::fs::write(dir.join("rules/cel/r.yaml"), rules).unwrap();
-    dir
+    common::tree(&[common::CONFIG, ("rules/cel/r.yaml", rules)])
 }
 
 fn errors(rules: &str) -> String {
-    let dir = tree(rules);
-    let result = load(&dir.join("parallax.yaml"));
-    let _ = std::fs::remove_dir_all(&dir);
-    match result {
-        Ok(_) => panic!("expected a compile error for:\n{rules}"),
-        Err(CompileErrors(es)) => es
-            .iter()
-            .map(|e| e.to_string())
-            .collect::<Vec<_>>()
-            .join("\n"),
-    }
+    common::errors(&[common::CONFIG, ("rules/cel/r.yaml", rules)])
 }
 
 fn compiled(rules: &str) -> plan::Compiled {

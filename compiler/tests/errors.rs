@@ -1,53 +1,16 @@
 //! Broken configs and rules are compile errors that name the file, the rule
 //! and the problem; nothing is skipped silently.
 
-use parallax_compiler::{load, CompileErrors};
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+mod common;
 
-/// A fresh directory holding `files` (relative path → content).
-fn tree(files: &[(&str, &str)]) -> PathBuf {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let dir = std::env::temp_dir().join(format!(
-        "parallax-compiler-test-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::SeqCst)
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    for (path, content) in files {
-        let p = dir.join(path);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, content).unwrap();
-    }
-    dir
-}
-
-fn errors(files: &[(&str, &str)]) -> String {
-    let dir = tree(files);
-    let result = load(&dir.join("parallax.yaml"));
-    let _ = std::fs::remove_dir_all(&dir);
-    match result {
-        Ok(_) => panic!("expected a compile error"),
-        Err(CompileErrors(es)) => es
-            .iter()
-            .map(|e| e.to_string())
-            .collect::<Vec<_>>()
-            .join("\n"),
-    }
-}
-
-fn assert_mentions(message: &str, parts: &[&str]) {
-    for p in parts {
-        assert!(message.contains(p), "`{p}` missing from:\n{message}");
-    }
-}
-
-const EMPTY_CONFIG: (&str, &str) = ("parallax.yaml", "rules_dir: rules\n");
+use common::{assert_mentions, errors, tree, CONFIG};
+use parallax_compiler::load;
+use std::path::Path;
 
 #[test]
 fn invalid_regex_names_file_rule_and_reason() {
     let m = errors(&[
-        EMPTY_CONFIG,
+        CONFIG,
         ("rules/regex/bad.yaml", "- id: broken\n  pattern: 'a(b'\n"),
     ]);
     assert_mentions(
@@ -64,7 +27,7 @@ fn invalid_regex_names_file_rule_and_reason() {
 #[test]
 fn look_around_is_an_error_not_a_skipped_rule() {
     let m = errors(&[
-        EMPTY_CONFIG,
+        CONFIG,
         (
             "rules/regex/x.yaml",
             "- id: lookahead\n  pattern: 'foo(?=bar)'\n",
@@ -76,7 +39,7 @@ fn look_around_is_an_error_not_a_skipped_rule() {
 #[test]
 fn unknown_keys_are_errors_with_their_path() {
     let m = errors(&[
-        EMPTY_CONFIG,
+        CONFIG,
         (
             "rules/regex/x.yaml",
             "- id: typo\n  pattern: x\n  feilds: [command]\n",
@@ -90,7 +53,7 @@ fn unknown_keys_are_errors_with_their_path() {
 #[test]
 fn unknown_field_and_stage_and_action_are_named() {
     let m = errors(&[
-        EMPTY_CONFIG,
+        CONFIG,
         (
             "rules/regex/x.yaml",
             "- id: f\n  pattern: x\n  fields: [tool_arg.command]\n",
@@ -98,7 +61,7 @@ fn unknown_field_and_stage_and_action_are_named() {
     ]);
     assert_mentions(&m, &["rule `f`", "unknown field `tool_arg.command`"]);
     let m = errors(&[
-        EMPTY_CONFIG,
+        CONFIG,
         (
             "rules/regex/x.yaml",
             "- id: s\n  pattern: x\n  stages: [tool.during]\n",
@@ -106,7 +69,7 @@ fn unknown_field_and_stage_and_action_are_named() {
     ]);
     assert_mentions(&m, &["rule `s`", "tool.during"]);
     let m = errors(&[
-        EMPTY_CONFIG,
+        CONFIG,
         (
             "rules/pattern/x.yaml",
             "- id: a\n  keywords: [x]\n  action: nuke\n",
@@ -118,7 +81,7 @@ fn unknown_field_and_stage_and_action_are_named() {
 #[test]
 fn duplicate_ids_are_errors_naming_both_files() {
     let m = errors(&[
-        EMPTY_CONFIG,
+        CONFIG,
         ("rules/regex/a.yaml", "- id: same\n  pattern: x\n"),
         ("rules/pattern/b.yaml", "- id: same\n  keywords: [y]\n"),
     ]);
@@ -149,11 +112,11 @@ fn rule_shape_errors() {
         ("- just a string\n", "must be a mapping"),
     ];
     for (rule, expect) in cases {
-        let m = errors(&[EMPTY_CONFIG, ("rules/regex/x.yaml", rule)]);
+        let m = errors(&[CONFIG, ("rules/regex/x.yaml", rule)]);
         assert_mentions(&m, &[expect]);
     }
     let m = errors(&[
-        EMPTY_CONFIG,
+        CONFIG,
         ("rules/pattern/x.yaml", "- id: e\n  keywords: ['']\n"),
     ]);
     assert_mentions(&m, &["rule `e`", "must not be empty"]);
@@ -161,10 +124,7 @@ fn rule_shape_errors() {
 
 #[test]
 fn unknown_engine_directory_and_disabled_name_are_errors() {
-    let m = errors(&[
-        EMPTY_CONFIG,
-        ("rules/regexp/x.yaml", "- id: a\n  pattern: x\n"),
-    ]);
+    let m = errors(&[CONFIG, ("rules/regexp/x.yaml", "- id: a\n  pattern: x\n")]);
     assert_mentions(&m, &["regexp", "unknown engine directory"]);
     let m = errors(&[("parallax.yaml", "disabled: [nothing-here]\n")]);
     assert_mentions(&m, &["nothing-here", "names no evaluator or rule"]);
@@ -173,7 +133,7 @@ fn unknown_engine_directory_and_disabled_name_are_errors() {
 #[test]
 fn every_error_is_reported_in_one_run() {
     let m = errors(&[
-        EMPTY_CONFIG,
+        CONFIG,
         (
             "rules/regex/a.yaml",
             "- id: one\n  pattern: '('\n- id: two\n  pattern: ')'\n",

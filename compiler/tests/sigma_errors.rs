@@ -1,39 +1,9 @@
 //! Broken Sigma rules are compile errors naming the file, the rule and the
 //! problem (the modifier, the selection, the key); nothing is skipped.
 
-use parallax_compiler::{load, CompileErrors, RuleSet};
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
+mod common;
 
-fn tree(files: &[(&str, &str)]) -> PathBuf {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let dir = std::env::temp_dir().join(format!(
-        "parallax-sigma-test-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::SeqCst)
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    for (path, content) in files {
-        let p = dir.join(path);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, content).unwrap();
-    }
-    dir
-}
-
-fn load_tree(files: &[(&str, &str)]) -> Result<RuleSet, String> {
-    let dir = tree(files);
-    let result = load(&dir.join("parallax.yaml"));
-    let _ = std::fs::remove_dir_all(&dir);
-    result.map_err(|CompileErrors(es)| {
-        es.iter()
-            .map(|e| e.to_string())
-            .collect::<Vec<_>>()
-            .join("\n")
-    })
-}
-
-const CONFIG: (&str, &str) = ("parallax.yaml", "rules_dir: rules\n");
+use common::{assert_mentions, load_tree, CONFIG};
 
 /// A rule file with one rule whose detection is `detection`.
 fn rule(id: &str, detection: &str) -> String {
@@ -48,12 +18,6 @@ fn error_of(detection: &str) -> String {
     match load_tree(&[CONFIG, ("rules/sigma/x.yml", &r)]) {
         Ok(_) => panic!("expected an error for:\n{detection}"),
         Err(e) => e,
-    }
-}
-
-fn assert_mentions(message: &str, parts: &[&str]) {
-    for p in parts {
-        assert!(message.contains(p), "`{p}` missing from:\n{message}");
     }
 }
 

@@ -3,47 +3,12 @@
 //! in-memory SQLite, conditions and reasons checked against the query's
 //! result columns.
 
-use parallax_compiler::{load, CompileErrors};
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
+mod common;
 
-fn tree(files: &[(&str, &str)]) -> PathBuf {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let dir = std::env::temp_dir().join(format!(
-        "parallax-sql-errors-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::SeqCst)
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    for (path, content) in files {
-        let p = dir.join(path);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, content).unwrap();
-    }
-    dir
-}
+use common::{assert_mentions, errors, CONFIG};
 
 fn errors_of(rule: &str) -> String {
-    let dir = tree(&[
-        ("parallax.yaml", "rules_dir: rules\n"),
-        ("rules/sql/bad.yaml", rule),
-    ]);
-    let result = load(&dir.join("parallax.yaml"));
-    let _ = std::fs::remove_dir_all(&dir);
-    match result {
-        Ok(_) => panic!("expected a compile error for:\n{rule}"),
-        Err(CompileErrors(es)) => es
-            .iter()
-            .map(|e| e.to_string())
-            .collect::<Vec<_>>()
-            .join("\n"),
-    }
-}
-
-fn assert_mentions(message: &str, parts: &[&str]) {
-    for p in parts {
-        assert!(message.contains(p), "`{p}` missing from:\n{message}");
-    }
+    errors(&[CONFIG, ("rules/sql/bad.yaml", rule)])
 }
 
 fn rule(query: &str, condition: &str, extra: &str) -> String {
