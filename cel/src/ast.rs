@@ -265,4 +265,25 @@ impl Expr {
             }
         }
     }
+
+    /// The names of a chain of plain field selections ending in an identifier
+    /// (`a.b.c`), and whether the identifier was absolute (`.a.b.c`).
+    pub fn ident_chain<'e>(&'e self, out: &mut Vec<&'e str>) -> Option<bool> {
+        match &self.kind {
+            ExprKind::Ident { name, absolute } => {
+                out.push(name);
+                Some(*absolute)
+            }
+            ExprKind::Select {
+                operand,
+                field,
+                test: false,
+            } => {
+                let abs = operand.ident_chain(out)?;
+                out.push(field);
+                Some(abs)
+            }
+            _ => None,
+        }
+    }
 }

@@ -228,7 +228,7 @@ impl Checker<'_> {
             } => {
                 if !test {
                     let mut parts = Vec::new();
-                    if let Some(absolute) = chain_parts(e, &mut parts) {
+                    if let Some(absolute) = e.ident_chain(&mut parts) {
                         if absolute || self.local(parts[0]).is_none() {
                             return self.chain(e, &parts, absolute);
                         }
@@ -627,24 +627,5 @@ impl Checker<'_> {
             }
         };
         Ok(result)
-    }
-}
-
-fn chain_parts<'e>(e: &'e Expr, out: &mut Vec<&'e str>) -> Option<bool> {
-    match &e.kind {
-        ExprKind::Ident { name, absolute } => {
-            out.push(name);
-            Some(*absolute)
-        }
-        ExprKind::Select {
-            operand,
-            field,
-            test: false,
-        } => {
-            let abs = chain_parts(operand, out)?;
-            out.push(field);
-            Some(abs)
-        }
-        _ => None,
     }
 }

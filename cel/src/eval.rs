@@ -113,7 +113,7 @@ impl<'a> Evaluator<'a> {
             } => {
                 if !test {
                     let mut parts = Vec::new();
-                    if let Some(absolute) = ident_chain(e, &mut parts) {
+                    if let Some(absolute) = e.ident_chain(&mut parts) {
                         if absolute || self.local(parts[0]).is_none() {
                             return self.resolve_chain(&parts, absolute);
                         }
@@ -400,27 +400,6 @@ fn static_name(function: &str) -> &'static str {
         .find(|n| **n == function)
         .copied()
         .unwrap_or("function")
-}
-
-/// The names of a chain of plain field selections ending in an identifier
-/// (`a.b.c`), and whether the identifier was absolute (`.a.b.c`).
-fn ident_chain<'e>(e: &'e Expr, out: &mut Vec<&'e str>) -> Option<bool> {
-    match &e.kind {
-        ExprKind::Ident { name, absolute } => {
-            out.push(name);
-            Some(*absolute)
-        }
-        ExprKind::Select {
-            operand,
-            field,
-            test: false,
-        } => {
-            let abs = ident_chain(operand, out)?;
-            out.push(field);
-            Some(abs)
-        }
-        _ => None,
-    }
 }
 
 /// `&&` (`or == false`) and `||` (`or == true`) after the short-circuit
