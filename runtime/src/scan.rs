@@ -198,7 +198,7 @@ impl FieldScanner {
                 })
             })
             .collect::<Result<Vec<_>, ScanBuildError>>()?;
-        let (gated, unfiltered): (Vec<usize>, Vec<usize>) = verifiers
+        let (gated, mut unfiltered): (Vec<usize>, Vec<usize>) = verifiers
             .iter()
             .enumerate()
             .filter(|(_, v)| !v.prefiltered)
@@ -226,17 +226,9 @@ impl FieldScanner {
                 members: gated,
             })
         } else {
-            None
-        };
-        let unfiltered = match gate {
-            Some(_) => unfiltered,
             // One linear verifier alone is its own gate.
-            None => verifiers
-                .iter()
-                .enumerate()
-                .filter(|(_, v)| !v.prefiltered)
-                .map(|(i, _)| i)
-                .collect(),
+            unfiltered.extend(gated);
+            None
         };
         Ok(FieldScanner {
             shards,
