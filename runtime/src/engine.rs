@@ -89,7 +89,6 @@ fn needs_an_atom(p: &Predicate) -> bool {
         Predicate::Atom(_) => true,
         Predicate::And(ps) => ps.iter().any(needs_an_atom),
         Predicate::Or(ps) => ps.iter().all(needs_an_atom),
-        #[allow(unreachable_patterns)]
         _ => false,
     }
 }
