@@ -6,14 +6,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 pub fn run(config: Option<PathBuf>) -> ExitCode {
-    let path = match loader::config_path(config.as_deref()) {
-        Ok(Some(p)) => p,
-        Ok(None) => {
-            return fail(format!(
-                "no config to lint: pass -c PATH or run where {} is",
-                loader::DEFAULT_CONFIG
-            ))
-        }
+    let path = match super::required_config(config.as_deref(), "lint") {
+        Ok(p) => p,
         Err(e) => return fail(e),
     };
     let rules = match parallax_compiler::load(&path) {

@@ -171,6 +171,22 @@ pub fn run(cli: Cli) -> ExitCode {
     }
 }
 
+/// The config a command that needs one works on: `-c PATH`, else
+/// `./parallax.yaml`; `verb` names the command in the error.
+pub(crate) fn required_config(
+    config: Option<&std::path::Path>,
+    verb: &str,
+) -> Result<std::path::PathBuf, String> {
+    match crate::loader::config_path(config) {
+        Ok(Some(p)) => Ok(p),
+        Ok(None) => Err(format!(
+            "no config to {verb}: pass -c PATH or run where {} is",
+            crate::loader::DEFAULT_CONFIG
+        )),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
 pub(crate) fn fail(e: impl std::fmt::Display) -> ExitCode {
     eprintln!("parallax: {e}");
     ExitCode::FAILURE

@@ -9,14 +9,8 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 pub fn run(config: Option<PathBuf>, fixtures: Vec<PathBuf>) -> ExitCode {
-    let path = match loader::config_path(config.as_deref()) {
-        Ok(Some(p)) => p,
-        Ok(None) => {
-            return fail(format!(
-                "no config to test: pass -c PATH or run where {} is",
-                loader::DEFAULT_CONFIG
-            ))
-        }
+    let path = match super::required_config(config.as_deref(), "test") {
+        Ok(p) => p,
         Err(e) => return fail(e),
     };
     let rules = match parallax_compiler::load(&path) {
