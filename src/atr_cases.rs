@@ -251,13 +251,7 @@ pub fn run(engine: &Engine, dir: &Path) -> Result<Summary, CasesError> {
     if !errors.is_empty() {
         return Err(CasesError::Compile(CompileErrors(errors)));
     }
-    let index: HashMap<&str, usize> = engine
-        .program()
-        .rules
-        .iter()
-        .enumerate()
-        .map(|(i, r)| (r.id.as_str(), i))
-        .collect();
+    let index = engine.program().rule_index();
     let mut summary = Summary::default();
     let mut scratch = engine.new_scratch();
     for f in files {

@@ -11,7 +11,6 @@ use parallax_runtime::{
     Canonical, Engine, EngineKind, Event, FieldRef, JsonRoot, PreparedEvent, Stage, TopField,
 };
 use serde_json::{json, Map, Value};
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 /// One failed case, with enough context to find and fix it.
@@ -175,13 +174,7 @@ fn case_event(rule: &IrRule, rules: &RuleSet, case: &Value) -> Result<Value, Str
 
 /// Runs every rule's own cases.
 pub fn run_rule_tests(rules: &RuleSet, engine: &Engine) -> Outcome {
-    let index: HashMap<&str, usize> = engine
-        .program()
-        .rules
-        .iter()
-        .enumerate()
-        .map(|(i, r)| (r.id.as_str(), i))
-        .collect();
+    let index = engine.program().rule_index();
     let mut scratch = engine.new_scratch();
     let mut out = Outcome::default();
     for ev in &rules.evaluators {

@@ -256,4 +256,13 @@ impl Program {
         let e = &self.evaluators[evaluator];
         e.first_rule as usize..(e.first_rule + e.rule_count) as usize
     }
+
+    /// Rule id → index into `rules`, for callers that look rules up by id.
+    pub fn rule_index(&self) -> std::collections::HashMap<&str, usize> {
+        self.rules
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (r.id.as_str(), i))
+            .collect()
+    }
 }
