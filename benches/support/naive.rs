@@ -12,9 +12,7 @@
 
 use parallax_compiler::ir::{AtomKind, RuleSet};
 use parallax_runtime::cel::CelRuntime;
-use parallax_runtime::{
-    Action, BitSet, FieldRef, Predicate, PredicateInput, PreparedEvent, Validator,
-};
+use parallax_runtime::{Action, BitSet, FieldRef, Predicate, PreparedEvent, Validator};
 
 enum Matcher {
     Regex(regex::Regex, Option<Validator>),
@@ -96,13 +94,7 @@ impl Naive {
                         hits.insert(a as usize);
                     }
                 }
-                let input = PredicateInput {
-                    atoms: &hits,
-                    event,
-                    cel: &self.cel,
-                    checks: &self.rules.checks,
-                };
-                self.cel.eval(*index, &input)
+                self.cel.eval(*index, &hits, event)
             }
         }
     }

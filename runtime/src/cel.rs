@@ -10,8 +10,8 @@
 //! values joined with `\n`). A variable the event lacks is an error, which
 //! makes the rule not match.
 
+use crate::bitset::BitSet;
 use crate::field::{Canonical, FieldRef, JsonRoot, TopField, CANONICAL_NAMES, TOP_FIELD_NAMES};
-use crate::predicate::PredicateInput;
 use crate::prepared::PreparedEvent;
 use crate::program::CelExpr;
 use parallax_cel::{Activation, EvalError, Map, Value};
@@ -20,6 +20,10 @@ use std::cmp::Ordering;
 use std::sync::Arc;
 
 /// The CEL expressions of a program, ready to evaluate.
+///
+/// Its methods take the event and the atoms that hit it, not a predicate's
+/// whole input: CEL reads nothing else, and it keeps this module free of
+/// the predicate layer that calls into it.
 #[derive(Debug, Default)]
 pub struct CelRuntime {
     exprs: Vec<(parallax_cel::Program, Vec<(u32, FieldRef)>)>,
@@ -40,9 +44,15 @@ impl CelRuntime {
         }
     }
 
-    fn activation<'a>(&'a self, index: u32, input: &'a PredicateInput<'a>) -> EventActivation<'a> {
+    fn activation<'a>(
+        &'a self,
+        index: u32,
+        atoms: &'a BitSet,
+        event: &'a PreparedEvent,
+    ) -> EventActivation<'a> {
         EventActivation {
-            input,
+            atoms,
+            event,
             atom_fields: self
                 .exprs
                 .get(index as usize)
@@ -52,12 +62,12 @@ impl CelRuntime {
 
     /// Evaluates expression `index` with the interpreter: true only when
     /// it yields `true` (an error or any other value does not match).
-    pub fn eval(&self, index: u32, input: &PredicateInput<'_>) -> bool {
+    pub fn eval(&self, index: u32, atoms: &BitSet, event: &PreparedEvent) -> bool {
         let Some((program, _)) = self.exprs.get(index as usize) else {
             return false;
         };
         matches!(
-            program.eval(&self.activation(index, input)),
+            program.eval(&self.activation(index, atoms, event)),
             Ok(Value::Bool(true))
         )
     }
@@ -70,9 +80,15 @@ impl CelRuntime {
     /// code reaches it only for sub-expressions it does not specialise
     /// (macros, arithmetic on JSON values); comparisons, `in` lists and
     /// string calls on fields are native and allocation-free.
-    pub fn eval_node(&self, index: u32, node: u32, input: &PredicateInput<'_>) -> Option<bool> {
+    pub fn eval_node(
+        &self,
+        index: u32,
+        node: u32,
+        atoms: &BitSet,
+        event: &PreparedEvent,
+    ) -> Option<bool> {
         let (program, _) = self.exprs.get(index as usize)?;
-        match program.eval_node(node, &self.activation(index, input))? {
+        match program.eval_node(node, &self.activation(index, atoms, event))? {
             Ok(Value::Bool(b)) => Some(b),
             _ => None,
         }
@@ -80,13 +96,22 @@ impl CelRuntime {
 
     /// Atom `atom` of expression `index`, as the call it replaced would
     /// answer: an error (None) when its field is missing or not a string.
-    pub fn atom(&self, index: u32, atom: u32, input: &PredicateInput<'_>) -> Option<bool> {
-        self.activation(index, input).atom(atom).ok()
+    pub fn atom(
+        &self,
+        index: u32,
+        atom: u32,
+        atoms: &BitSet,
+        event: &PreparedEvent,
+    ) -> Option<bool> {
+        self.activation(index, atoms, event).atom(atom).ok()
     }
 }
 
+/// What a CEL expression reads: the event, and the atoms that hit it
+/// (the answers to the string calls they replaced).
 struct EventActivation<'a> {
-    input: &'a PredicateInput<'a>,
+    atoms: &'a BitSet,
+    event: &'a PreparedEvent,
     atom_fields: &'a [(u32, FieldRef)],
 }
 
@@ -123,7 +148,7 @@ fn scalar_value(s: Scalar<'_>) -> Value {
 
 impl Activation for EventActivation<'_> {
     fn resolve(&self, name: &str) -> Option<Value> {
-        let ev = self.input.event;
+        let ev = self.event;
         if let Some((_, t)) = TOP_FIELD_NAMES.iter().find(|(n, _)| *n == name) {
             return ev.event.top_field(*t).map(Value::string);
         }
@@ -174,11 +199,11 @@ impl Activation for EventActivation<'_> {
             .ok_or(EvalError::Invalid("unknown atom"))?;
         let valid = match field {
             FieldRef::Canonical(_) => true,
-            FieldRef::Top(t) => self.input.event.event.top_field(*t).is_some(),
+            FieldRef::Top(t) => self.event.event.top_field(*t).is_some(),
             FieldRef::Json { root, path } => {
                 matches!(
                     json_at(
-                        self.input.event.event.json_root(*root),
+                        self.event.event.json_root(*root),
                         path.iter().map(String::as_str)
                     ),
                     Some(Json::String(_))
@@ -186,7 +211,7 @@ impl Activation for EventActivation<'_> {
             }
         };
         if valid {
-            Ok(self.input.atom(id))
+            Ok(self.atoms.contains(id as usize))
         } else {
             Err(EvalError::NoOverload(
                 "string function on a missing or non-string field",
@@ -568,7 +593,6 @@ mod tests {
     /// joined text without joining it. It must agree with the interpreter.
     #[test]
     fn native_canonical_compare_agrees_with_the_interpreter() {
-        use crate::bitset::BitSet;
         use crate::event::Event;
         use serde_json::json;
         let events = [
@@ -618,12 +642,6 @@ mod tests {
         let atoms = BitSet::new(0);
         for ev in events {
             let prepared = PreparedEvent::new(Event::from_value(ev.clone()).unwrap());
-            let input = PredicateInput {
-                atoms: &atoms,
-                event: &prepared,
-                cel: &rt,
-                checks: &[],
-            };
             for (index, lit, cmp, src) in &cases {
                 let native = native::canonical_compare(
                     &prepared,
@@ -633,7 +651,7 @@ mod tests {
                 );
                 assert_eq!(
                     native == Some(true),
-                    rt.eval(*index, &input),
+                    rt.eval(*index, &atoms, &prepared),
                     "{src} on {ev}"
                 );
                 let in_index = (index / 7) * 7 + 6;
@@ -644,7 +662,7 @@ mod tests {
                 );
                 assert_eq!(
                     native_in == Some(true),
-                    rt.eval(in_index, &input),
+                    rt.eval(in_index, &atoms, &prepared),
                     "in {lit:?} on {ev}"
                 );
             }

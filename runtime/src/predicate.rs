@@ -53,13 +53,13 @@ impl PredicateInput<'_> {
     /// call it replaced answers (`None`: a CEL error).
     #[inline]
     pub fn cel_atom(&self, expr: u32, atom: u32) -> Option<bool> {
-        self.cel.atom(expr, atom, self)
+        self.cel.atom(expr, atom, self.atoms, self.event)
     }
 
     /// For generated CEL code: a sub-expression it does not specialise,
     /// interpreted.
     pub fn cel_node(&self, expr: u32, node: u32) -> Option<bool> {
-        self.cel.eval_node(expr, node, self)
+        self.cel.eval_node(expr, node, self.atoms, self.event)
     }
 }
 
@@ -74,7 +74,7 @@ impl Predicate {
             Predicate::Not(p) => !p.eval(input),
             Predicate::And(ps) => ps.iter().all(|p| p.eval(input)),
             Predicate::Or(ps) => ps.iter().any(|p| p.eval(input)),
-            Predicate::Cel { index, .. } => input.cel.eval(*index, input),
+            Predicate::Cel { index, .. } => input.cel.eval(*index, input.atoms, input.event),
             Predicate::Check(c) => input.checks[*c as usize].eval(input.event),
         }
     }
