@@ -132,22 +132,6 @@ pub struct ConfigSources {
     pub atr: AtrConfig,
 }
 
-/// The stages an engine's rules run at unless told otherwise.
-pub fn default_stages(engine: EngineKind) -> Vec<Stage> {
-    match engine {
-        EngineKind::Regex => vec![Stage::ToolBefore, Stage::ToolAfter],
-        EngineKind::Pattern => vec![Stage::ToolBefore],
-        EngineKind::Cel => vec![Stage::ToolBefore],
-        // Sigma's log sources are process creation, file and network
-        // events: what a tool call is about to do. `logsource: {product:
-        // agent, category: <stage>}` picks another stage per rule.
-        EngineKind::Sigma => vec![Stage::ToolBefore],
-        EngineKind::Sql => vec![Stage::ToolBefore],
-        // Each ATR rule runs at the stages of the fields it reads.
-        EngineKind::Atr => Vec::new(),
-    }
-}
-
 fn read(path: &Path) -> Result<String, CompileError> {
     std::fs::read_to_string(path).map_err(|source| CompileError::Io {
         path: path.to_path_buf(),

@@ -21,8 +21,10 @@ pub mod ir;
 pub mod literals;
 pub mod lower;
 pub mod plan;
+pub mod regex_check;
 pub mod sigma;
 pub mod source;
+pub mod stages;
 pub mod stats;
 mod yaml;
 

@@ -5,13 +5,15 @@
 //! atoms. All errors are collected; nothing is skipped.
 
 use crate::atr;
-use crate::config::{default_stages, ConfigSources, EvaluatorSource};
+use crate::config::{ConfigSources, EvaluatorSource};
 use crate::error::{CompileError, CompileErrors};
 use crate::ir::{AtomKind, AtomTable, IrEvaluator, IrRule, IrSql, RuleNote, RuleSet};
+use crate::regex_check::check_regex;
 use crate::sigma::{self, mapping::SigmaContext};
 use crate::source::{
     CelRule, Common, MatchMode, PatternRule, PatternSpec, RegexRule, RuleMode, SqlRule,
 };
+use crate::stages::default_stages;
 use crate::yaml;
 use parallax_runtime::{Action, EngineKind, FieldRef, Predicate, StageSet};
 use std::collections::{HashMap, HashSet};
@@ -316,16 +318,6 @@ fn parse_fields(fields: &Option<Vec<String>>) -> Result<Vec<FieldRef>, String> {
         .into_iter()
         .map(|n| FieldRef::parse(n).map_err(|e| e.to_string()))
         .collect()
-}
-
-/// Checks that a regex compiles, with the engine's own message if not.
-pub fn check_regex(pattern: &str) -> Result<(), String> {
-    regex_automata::meta::Regex::new(pattern)
-        .map(|_| ())
-        .map_err(|e| match e.syntax_error() {
-            Some(s) => format!("invalid regex `{pattern}`: {s}"),
-            None => format!("regex `{pattern}` cannot be compiled: {e}"),
-        })
 }
 
 fn any_or_all(mode: MatchMode, mut parts: Vec<Predicate>) -> Predicate {

@@ -3,9 +3,9 @@
 //! that runs them, and say which fail and why.
 
 use super::mapping::SigmaContext;
-use crate::config::default_stages;
 use crate::error::CompileError;
 use crate::ir::{AtomTable, IrEvaluator, IrRule, RuleSet};
+use crate::stages::default_stages;
 use parallax_runtime::{EngineKind, Settings, StageSet};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

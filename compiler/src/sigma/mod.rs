@@ -13,7 +13,7 @@ pub mod modifiers;
 pub mod value;
 
 use crate::ir::{AtomKind, AtomTable};
-use crate::lower::check_regex;
+use crate::regex_check::check_regex;
 use crate::source::{Common, RuleMode, RuleTests};
 use crate::yaml;
 use condition::Cond;

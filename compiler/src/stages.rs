@@ -1,0 +1,24 @@
+//! The stages an engine's rules run at when nothing says otherwise (no
+//! `stages` on the evaluator or its file's header, no per-rule stage).
+//!
+//! Its own module because lowering and the Sigma linter both need it: kept
+//! in `config`, which reads Sigma's mappings, it made config, lower and
+//! sigma import one another in a circle.
+
+use parallax_runtime::{EngineKind, Stage};
+
+/// The stages an engine's rules run at unless told otherwise.
+pub fn default_stages(engine: EngineKind) -> Vec<Stage> {
+    match engine {
+        EngineKind::Regex => vec![Stage::ToolBefore, Stage::ToolAfter],
+        EngineKind::Pattern => vec![Stage::ToolBefore],
+        EngineKind::Cel => vec![Stage::ToolBefore],
+        // Sigma's log sources are process creation, file and network
+        // events: what a tool call is about to do. `logsource: {product:
+        // agent, category: <stage>}` picks another stage per rule.
+        EngineKind::Sigma => vec![Stage::ToolBefore],
+        EngineKind::Sql => vec![Stage::ToolBefore],
+        // Each ATR rule runs at the stages of the fields it reads.
+        EngineKind::Atr => Vec::new(),
+    }
+}
