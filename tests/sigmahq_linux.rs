@@ -1,35 +1,32 @@
 //! SigmaHQ's own Linux process-creation rules (read in place from
-//! `../shared/conformance/sigma/rules`, DRL licence) run unchanged against
-//! agents' shell commands through the shipped field mappings, and every
-//! match names the rule's author.
+//! `sigma/rules` under `PARALLAX_CONFORMANCE_DIR`, by default
+//! `../shared/conformance`; DRL licence) run unchanged against agents'
+//! shell commands through the shipped field mappings, and every match names
+//! the rule's author. Without the corpus the suite is skipped with a
+//! message, a failure under `CI=true`.
 
 #![cfg(unix)]
 
 use parallax::loader;
 use parallax_runtime::{Event, PreparedEvent, Report};
 use serde_json::json;
-use std::path::PathBuf;
 use std::time::Duration;
 
-fn corpus_dir() -> PathBuf {
-    let d = PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../shared/conformance/sigma/rules/rules/linux/process_creation"
-    ));
-    assert!(
-        d.is_dir(),
-        "the SigmaHQ corpus is missing: expected {} (shared/ beside the repository)",
-        d.display()
-    );
-    d
-}
+#[path = "support/conformance.rs"]
+mod conformance;
 
 #[test]
 fn linux_process_creation_rules_fire_on_agent_commands() {
+    let Some(corpus) = conformance::corpus(
+        "SigmaHQ Linux rules",
+        "sigma/rules/rules/linux/process_creation",
+    ) else {
+        return;
+    };
     let dir = std::env::temp_dir().join(format!("parallax-sigmahq-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(dir.join("rules")).unwrap();
-    std::os::unix::fs::symlink(corpus_dir(), dir.join("rules/sigma")).unwrap();
+    std::os::unix::fs::symlink(corpus, dir.join("rules/sigma")).unwrap();
     std::fs::write(dir.join("parallax.yaml"), "rules_dir: rules\n").unwrap();
     let engine = loader::dynamic_engine(&dir.join("parallax.yaml")).expect("SigmaHQ rules compile");
     let _ = std::fs::remove_dir_all(&dir);
