@@ -9,6 +9,12 @@
 
 use std::path::PathBuf;
 
+/// The front doors' settings types, shared with the binary so the baked
+/// config's `server:`, `reporting:` and `proxy:` sections are checked here.
+#[allow(dead_code)]
+#[path = "src/settings/sections.rs"]
+mod sections;
+
 fn main() {
     println!("cargo:rerun-if-env-changed=PARALLAX_CONFIG");
     let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("set by cargo"));
@@ -34,6 +40,15 @@ fn main() {
     };
     for input in &rules.inputs {
         println!("cargo:rerun-if-changed={}", input.display());
+    }
+    println!("cargo:rerun-if-changed=src/settings/sections.rs");
+    if let Err(problems) = sections::Settings::from_program(&rules.settings) {
+        eprintln!(
+            "parallax: invalid settings in {}:\n  {}",
+            config.display(),
+            problems.join("\n  ")
+        );
+        std::process::exit(1);
     }
     let compiled = parallax_compiler::plan::compile(&rules, &parallax_compiler::Limits::default());
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("set by cargo"));

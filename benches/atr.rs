@@ -7,7 +7,7 @@
 //! in docs/ATR.md.
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
-use parallax::loader;
+use parallax::backend;
 use parallax_runtime::{Event, PreparedEvent};
 use serde_json::json;
 use std::path::Path;
@@ -37,7 +37,7 @@ fn atr(c: &mut Criterion) {
     let config = dir.join("parallax.yaml");
     std::fs::write(&config, serde_yaml::to_string(&settings).unwrap()).expect("write the config");
     let started = Instant::now();
-    let engine = loader::dynamic_engine(&config).expect("the ATR corpus compiles");
+    let engine = backend::dynamic_engine(&config).expect("the ATR corpus compiles");
     let _ = std::fs::remove_dir_all(&dir);
     eprintln!(
         "ATR engine: {} rules, {} atoms, built in {:.1} s",

@@ -20,7 +20,7 @@ mod timing;
 use budgets::Budgets;
 use criterion::{Criterion, Throughput};
 use naive::Naive;
-use parallax::{baked, loader};
+use parallax::backend::{self, baked};
 use parallax_runtime::{Engine, Event, PreparedEvent, Report};
 use std::hint::black_box;
 use std::path::Path;
@@ -92,7 +92,7 @@ fn main() {
     let budgets = Budgets::load();
     let config = Path::new(env!("CARGO_MANIFEST_DIR")).join("parallax.yaml");
     let baked = baked::engine().expect("baked engine");
-    let dynamic = loader::dynamic_engine(&config).expect("dynamic engine");
+    let dynamic = backend::dynamic_engine(&config).expect("dynamic engine");
     let naive = Naive::new(parallax_compiler::load(&config).expect("shipped rules lower"));
     let events = prepare();
     let expected: Vec<&str> = events::all().iter().map(|e| e.expect).collect();

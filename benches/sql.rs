@@ -20,8 +20,8 @@ mod timing;
 
 use budgets::Budgets;
 use criterion::{black_box, Criterion};
-use parallax::baked;
-use parallax::server::AppState;
+use parallax::backend::baked;
+use parallax::decision::{DecisionService, Door, Origin};
 use parallax_runtime::{Action, Event, PreparedEvent, Program, Report, StateSettings};
 use parallax_store::{EventRow, ManualClock, Store, StoreHandle, StoreRequest};
 use serde_json::json;
@@ -140,11 +140,11 @@ fn sql(c: &mut Criterion) -> f64 {
     // The whole evaluation, compiled evaluators only versus with the
     // side-store (at the cap) behind them.
     let events: Vec<Event> = (0..4096).map(|i| event(i % SESSIONS, i)).collect();
-    let settings_with = parallax_runtime::Settings {
+    let settings_with = parallax::settings::Settings {
         state: settings(),
         ..Default::default()
     };
-    let with_store = AppState::new(baked::engine().expect("engine"), settings_with)
+    let with_store = DecisionService::new(baked::engine().expect("engine"), settings_with)
         .expect("state")
         .replaying();
     let mut t = 1_800_000_000.0;
@@ -152,7 +152,7 @@ fn sql(c: &mut Criterion) -> f64 {
         let mut e = events[n % events.len()].clone();
         t += 0.01;
         e.timestamp = Some(t);
-        with_store.evaluate(e, Instant::now());
+        with_store.decide(e, &Origin::door(Door::Library), Instant::now());
     }
     let mut g = c.benchmark_group("evaluate");
     g.bench_function("with_store", |b| {
@@ -161,7 +161,11 @@ fn sql(c: &mut Criterion) -> f64 {
             t += 0.01;
             let mut e = events[i % events.len()].clone();
             e.timestamp = Some(t);
-            black_box(with_store.evaluate(e, Instant::now()).action)
+            black_box(
+                with_store
+                    .decide(e, &Origin::door(Door::Library), Instant::now())
+                    .action,
+            )
         })
     });
     let engine = baked::engine().expect("engine");
@@ -184,7 +188,11 @@ fn sql(c: &mut Criterion) -> f64 {
         t += 0.01;
         let mut e = events[i % events.len()].clone();
         e.timestamp = Some(t);
-        black_box(with_store.evaluate(e, Instant::now()).action);
+        black_box(
+            with_store
+                .decide(e, &Origin::door(Door::Library), Instant::now())
+                .action,
+        );
     });
     println!(
         "\nevaluation with SQL rules, store at {ROWS} rows: p50 {} p99 {}",

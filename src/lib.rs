@@ -1,18 +1,22 @@
-//! The `parallax` binary's library: the baked rules, backend selection, the
-//! HTTP server and the CLI commands, kept in a library so integration tests
-//! and benches drive exactly what the binary runs.
+//! The `parallax` binary's library, kept a library so integration tests and
+//! benches drive exactly what the binary runs. One room per concern:
+//!
+//! - [`decision`]: the decision service every front door calls;
+//! - [`http`]: the HTTP API, a front door;
+//! - [`backend`]: choosing the baked or the dynamic rules;
+//! - [`settings`]: the front doors' settings, typed and checked;
+//! - [`audit`], [`webhook`], [`metrics`]: where decisions are recorded;
+//! - [`casework`]: rules' own test cases, session cases, ATR cases;
+//! - [`rules_catalogue`]: docs/RULES.md, generated from the rules;
+//! - [`cli`]: the commands.
 
-pub mod atr_cases;
 pub mod audit;
-pub mod auth;
-pub mod baked;
+pub mod backend;
+pub mod casework;
 pub mod cli;
-pub mod docs;
-pub mod limits;
-pub mod loader;
+pub mod decision;
+pub mod http;
 pub mod metrics;
-pub mod ruletest;
-pub mod sequence_case;
-pub mod server;
-pub mod validate;
+pub mod rules_catalogue;
+pub mod settings;
 pub mod webhook;

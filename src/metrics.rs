@@ -11,6 +11,7 @@
 //! series by implementing [`MetricsSource`] and registering it with
 //! [`Metrics::add_source`]; its text is appended to every scrape.
 
+use crate::decision::Door;
 use parallax_runtime::{Action, Stage};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -32,8 +33,8 @@ pub trait MetricsSource: Send + Sync {
 
 #[derive(Default)]
 pub struct Metrics {
-    /// Indexed by `Action as usize` (allow, detect, redact, block).
-    decisions: [AtomicU64; 4],
+    /// Indexed by door, stage and action ([`decision_index`]).
+    decisions: DecisionCounts,
     would_block: AtomicU64,
     evaluation_failures: AtomicU64,
     /// (rule id, stage) -> hits.
@@ -58,6 +59,12 @@ pub struct Metrics {
     sources: Mutex<Vec<Arc<dyn MetricsSource>>>,
 }
 
+/// The actions a decision can return, in the order metrics list them.
+const ACTIONS: [Action; 4] = [Action::Allow, Action::Detect, Action::Redact, Action::Block];
+
+/// One counter per (door, stage, action).
+const DECISION_SERIES: usize = Door::ALL.len() * Stage::ALL.len() * ACTIONS.len();
+
 fn action_index(a: Action) -> usize {
     match a {
         Action::Allow => 0,
@@ -65,6 +72,26 @@ fn action_index(a: Action) -> usize {
         Action::Redact => 2,
         Action::Block => 3,
     }
+}
+
+/// The decision counters (an array too long for a derived `Default`).
+struct DecisionCounts([AtomicU64; DECISION_SERIES]);
+
+impl Default for DecisionCounts {
+    fn default() -> Self {
+        DecisionCounts(std::array::from_fn(|_| AtomicU64::new(0)))
+    }
+}
+
+impl std::ops::Index<usize> for DecisionCounts {
+    type Output = AtomicU64;
+    fn index(&self, i: usize) -> &AtomicU64 {
+        &self.0[i]
+    }
+}
+
+fn decision_index(door: Door, stage: Stage, action: Action) -> usize {
+    (door.index() * Stage::ALL.len() + stage.index()) * ACTIONS.len() + action_index(action)
 }
 
 impl Metrics {
@@ -81,13 +108,14 @@ impl Metrics {
     /// Records one decision.
     pub fn decision<'a>(
         &self,
+        door: Door,
         stage: Stage,
         action: Action,
         would_block: bool,
         rules: impl Iterator<Item = &'a str>,
         elapsed: Duration,
     ) {
-        self.decisions[action_index(action)].fetch_add(1, Relaxed);
+        self.decisions[decision_index(door, stage, action)].fetch_add(1, Relaxed);
         if would_block {
             self.would_block.fetch_add(1, Relaxed);
         }
@@ -112,8 +140,17 @@ impl Metrics {
         self.evaluation_failures.fetch_add(1, Relaxed);
     }
 
+    /// Decisions that returned `action`, whatever the door and stage.
     pub fn decisions(&self, action: Action) -> u64 {
-        self.decisions[action_index(action)].load(Relaxed)
+        Door::ALL
+            .iter()
+            .flat_map(|&d| {
+                Stage::ALL
+                    .iter()
+                    .map(move |&s| decision_index(d, s, action))
+            })
+            .map(|i| self.decisions[i].load(Relaxed))
+            .sum()
     }
 
     /// The exposition text.
@@ -123,15 +160,23 @@ impl Metrics {
             &mut out,
             "parallax_decisions_total",
             "counter",
-            "Decisions returned, by action.",
+            "Decisions returned, by front door, stage and action (series that are still 0 are left out).",
         );
-        for a in [Action::Allow, Action::Detect, Action::Redact, Action::Block] {
-            let _ = writeln!(
-                out,
-                "parallax_decisions_total{{action=\"{}\"}} {}",
-                a.as_str(),
-                self.decisions(a)
-            );
+        for door in Door::ALL {
+            for stage in Stage::ALL {
+                for action in ACTIONS {
+                    let n = self.decisions[decision_index(door, stage, action)].load(Relaxed);
+                    if n > 0 {
+                        let _ = writeln!(
+                            out,
+                            "parallax_decisions_total{{door=\"{}\",stage=\"{}\",action=\"{}\"}} {n}",
+                            door.as_str(),
+                            stage.as_str(),
+                            action.as_str(),
+                        );
+                    }
+                }
+            }
         }
         counter(
             &mut out,
@@ -308,6 +353,7 @@ mod tests {
     fn renders_counters_histogram_and_escaped_labels() {
         let m = Metrics::default();
         m.decision(
+            Door::Http,
             Stage::ToolBefore,
             Action::Block,
             false,
@@ -315,15 +361,25 @@ mod tests {
             Duration::from_micros(30),
         );
         m.decision(
-            Stage::ToolBefore,
+            Door::Eval,
+            Stage::ToolAfter,
             Action::Allow,
             false,
             std::iter::empty(),
             Duration::from_secs(1),
         );
         let text = m.render();
-        assert!(text.contains("parallax_decisions_total{action=\"block\"} 1\n"));
-        assert!(text.contains("parallax_decisions_total{action=\"allow\"} 1\n"));
+        assert!(text.contains(
+            "parallax_decisions_total{door=\"http\",stage=\"tool.before\",action=\"block\"} 1\n"
+        ));
+        assert!(text.contains(
+            "parallax_decisions_total{door=\"eval\",stage=\"tool.after\",action=\"allow\"} 1\n"
+        ));
+        assert!(
+            !text.contains("action=\"redact\""),
+            "zero series are left out"
+        );
+        assert_eq!(m.decisions(Action::Block), 1);
         assert!(
             text.contains("parallax_rule_matches_total{rule=\"a\\\"b\",stage=\"tool.before\"} 1\n")
         );

@@ -6,7 +6,7 @@
 //! without it the suite is skipped with a message, a failure under
 //! `CI=true`.
 
-use parallax::atr_cases::{self, CaseKind};
+use parallax::casework::atr_cases::{self, CaseKind};
 use std::path::Path;
 
 #[path = "support/conformance.rs"]

@@ -17,10 +17,10 @@ const KEY: &str =
 
 fn audited(
     path: &Path,
-    tweak: impl FnOnce(&mut parallax_runtime::ReportingSettings),
+    tweak: impl FnOnce(&mut parallax::settings::ReportingSettings),
 ) -> TestServer {
     let path = path.to_path_buf();
-    let mut reporting = parallax_runtime::ReportingSettings {
+    let mut reporting = parallax::settings::ReportingSettings {
         log_file: Some(path.display().to_string()),
         ..Default::default()
     };
@@ -143,7 +143,7 @@ fn every_decision_is_one_masked_line_and_replays() {
 }
 
 fn server_fingerprint() -> String {
-    parallax::loader::load(Some(Path::new(CONFIG)), false)
+    parallax::backend::load(Some(Path::new(CONFIG)), false)
         .unwrap()
         .engine
         .program()
@@ -200,7 +200,7 @@ fn load_with_rotation_keeps_exactly_one_line_per_request() {
         r.max_bytes = 16 * 1024;
         r.keep = 1000;
         r.flush_ms = 5;
-        r.on_full = parallax_runtime::OnFull::Block;
+        r.on_full = parallax::settings::OnFull::Block;
         r.queue_size = 64;
     });
     let addr = server.addr;
@@ -257,7 +257,7 @@ fn a_full_queue_counts_every_dropped_line() {
     let log = dir.join("audit.log");
     let server = audited(&log, |r| {
         r.queue_size = 1;
-        r.fsync = parallax_runtime::FsyncPolicy::Flush;
+        r.fsync = parallax::settings::FsyncPolicy::Flush;
         r.flush_ms = 1;
     });
     let addr = server.addr;

@@ -2,7 +2,7 @@
 //! calls answered by atoms, aliases, `has()`, macros over JSON arguments,
 //! numbers, stages, missing fields, and redaction of what a CEL rule found.
 
-use parallax::loader;
+use parallax::backend;
 use parallax_runtime::{Engine, Event, PreparedEvent, Report};
 use serde_json::{json, Value};
 use std::path::Path;
@@ -16,7 +16,7 @@ fn engine() -> &'static Engine {
             env!("CARGO_MANIFEST_DIR"),
             "/tests/fixtures/cel/parallax.yaml"
         ));
-        loader::dynamic_engine(p).expect("fixture compiles")
+        backend::dynamic_engine(p).expect("fixture compiles")
     })
 }
 

@@ -2,7 +2,7 @@
 //! into this binary by build.rs) and the dynamic backend (the same compiler
 //! run at start-up, predicates interpreted) must return identical verdicts.
 
-use parallax::{baked, loader};
+use parallax::backend::{self, baked};
 use parallax_runtime::{Engine, Event, PreparedEvent, Report};
 use serde_json::{json, Value};
 use std::path::Path;
@@ -14,7 +14,7 @@ fn shipped() -> &'static Path {
 
 fn engines() -> (Engine, Engine) {
     let baked = baked::engine().expect("baked engine loads");
-    let dynamic = loader::dynamic_engine(shipped()).expect("shipped config compiles");
+    let dynamic = backend::dynamic_engine(shipped()).expect("shipped config compiles");
     assert_eq!(
         baked.program().fingerprint,
         dynamic.program().fingerprint,

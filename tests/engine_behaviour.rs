@@ -2,7 +2,7 @@
 //! atom path and predicate form: what fires, what does not, chain order,
 //! overrides, redaction.
 
-use parallax::loader;
+use parallax::backend;
 use parallax_runtime::{Engine, Event, PreparedEvent, Report};
 use serde_json::{json, Value};
 use std::path::Path;
@@ -16,7 +16,7 @@ fn engine() -> &'static Engine {
             env!("CARGO_MANIFEST_DIR"),
             "/tests/fixtures/paths/parallax.yaml"
         ));
-        loader::dynamic_engine(p).expect("fixture compiles")
+        backend::dynamic_engine(p).expect("fixture compiles")
     })
 }
 

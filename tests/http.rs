@@ -6,7 +6,8 @@
 //! Every network operation has a timeout and every loop a bound; nothing but
 //! 127.0.0.1 is ever contacted.
 
-use parallax::server::{serve, AppState};
+use parallax::decision::DecisionService;
+use parallax::http::serve;
 use serde_json::{json, Value};
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
@@ -41,12 +42,13 @@ impl TestServer {
     }
 
     /// The shipped config, with its settings adjusted by `tweak`.
-    fn start_with(tweak: impl FnOnce(&mut parallax_runtime::Settings)) -> TestServer {
-        let loaded = parallax::loader::load(Some(Path::new(CONFIG)), false)
+    fn start_with(tweak: impl FnOnce(&mut parallax::settings::Settings)) -> TestServer {
+        let loaded = parallax::backend::load(Some(Path::new(CONFIG)), false)
             .unwrap_or_else(|e| panic!("cannot load {CONFIG}: {e}"));
         let mut settings = loaded.settings;
         tweak(&mut settings);
-        let state = Arc::new(AppState::new(loaded.engine, settings).expect("open the side-store"));
+        let state =
+            Arc::new(DecisionService::new(loaded.engine, settings).expect("open the side-store"));
 
         let std_listener =
             std::net::TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral loopback port");
@@ -445,7 +447,7 @@ fn health_reports_the_engine() {
     );
     assert_eq!(
         v["rules_fingerprint"],
-        json!(parallax::baked::FINGERPRINT),
+        json!(parallax::backend::baked::FINGERPRINT),
         "{v}"
     );
     assert!(v["evaluators"].as_u64().is_some_and(|n| n >= 2), "{v}");

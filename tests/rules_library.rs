@@ -3,7 +3,9 @@
 //! same attacks are caught in every agent's vocabulary, and docs/RULES.md is
 //! the catalogue the rules generate.
 
-use parallax::{baked, docs, loader, ruletest};
+use parallax::backend::{self, baked};
+use parallax::casework::rule_cases;
+use parallax::rules_catalogue;
 use parallax_compiler::ir::RuleSet;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -25,7 +27,7 @@ fn every_rule_case_passes_on_the_baked_engine() {
         "the shipped rules are the ones compiled into this binary"
     );
     let engine = baked::engine().unwrap();
-    let outcome = ruletest::run_rule_tests(&rules, &engine);
+    let outcome = rule_cases::run_rule_tests(&rules, &engine);
     let failures: Vec<String> = outcome.failures.iter().map(|f| f.to_string()).collect();
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     assert!(
@@ -62,7 +64,7 @@ fn categories_are_known_and_covered() {
                 .clone()
                 .unwrap_or_else(|| panic!("{} has no category", r.id));
             assert!(
-                docs::CATEGORIES.iter().any(|(id, _)| *id == cat),
+                rules_catalogue::CATEGORIES.iter().any(|(id, _)| *id == cat),
                 "{}: unknown category {cat}",
                 r.id
             );
@@ -78,7 +80,7 @@ fn categories_are_known_and_covered() {
 #[test]
 fn attacks_are_caught_in_every_agents_vocabulary() {
     let engine = baked::engine().unwrap();
-    let outcome = ruletest::run_fixture(&root().join("tests/fixtures/frameworks.jsonl"), &engine);
+    let outcome = rule_cases::run_fixture(&root().join("tests/fixtures/frameworks.jsonl"), &engine);
     let failures: Vec<String> = outcome.failures.iter().map(|f| f.to_string()).collect();
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     assert!(outcome.passed >= 20);
@@ -87,8 +89,8 @@ fn attacks_are_caught_in_every_agents_vocabulary() {
 #[test]
 fn dynamic_backend_passes_the_same_cases() {
     let rules = shipped();
-    let engine = loader::dynamic_engine(&root().join("parallax.yaml")).unwrap();
-    let outcome = ruletest::run_rule_tests(&rules, &engine);
+    let engine = backend::dynamic_engine(&root().join("parallax.yaml")).unwrap();
+    let outcome = rule_cases::run_rule_tests(&rules, &engine);
     assert!(
         outcome.failures.is_empty(),
         "{:?}",
@@ -98,7 +100,7 @@ fn dynamic_backend_passes_the_same_cases() {
 
 #[test]
 fn rules_catalogue_is_up_to_date() {
-    let want = docs::rules_markdown(&shipped());
+    let want = rules_catalogue::rules_markdown(&shipped());
     let have = std::fs::read_to_string(root().join("docs/RULES.md")).unwrap_or_default();
     assert!(
         have == want,

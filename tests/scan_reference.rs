@@ -7,7 +7,7 @@
 //! accelerated DFA states (`-`, spaces, `/`, key headers), so skips that
 //! land on, just before or just after a match are all exercised.
 
-use parallax::{baked, loader};
+use parallax::backend::{self, baked};
 use parallax_runtime::{Engine, Event, PreparedEvent, Stage};
 use serde_json::json;
 use std::collections::BTreeSet;
@@ -146,7 +146,7 @@ fn dynamic_scan_of_every_path_agrees_with_each_atoms_regex() {
         env!("CARGO_MANIFEST_DIR"),
         "/tests/fixtures/paths/parallax.yaml"
     ));
-    let engine = loader::dynamic_engine(fixture).expect("fixture compiles");
+    let engine = backend::dynamic_engine(fixture).expect("fixture compiles");
     check(&engine, "fixture");
 }
 

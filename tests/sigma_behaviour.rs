@@ -2,7 +2,7 @@
 //! wildcard escape, check and condition form of `tests/fixtures/sigma/`,
 //! each with events that must fire it and events that must not.
 
-use parallax::loader;
+use parallax::backend;
 use parallax_runtime::{Engine, Event, PreparedEvent, Report};
 use serde_json::{json, Value};
 use std::path::Path;
@@ -18,7 +18,7 @@ pub fn fixture() -> &'static Path {
 
 fn engine() -> &'static Engine {
     static E: OnceLock<Engine> = OnceLock::new();
-    E.get_or_init(|| loader::dynamic_engine(fixture()).expect("fixture compiles"))
+    E.get_or_init(|| backend::dynamic_engine(fixture()).expect("fixture compiles"))
 }
 
 fn eval(event: &Value) -> Report {
@@ -466,11 +466,38 @@ fn logsource_agent_category_picks_the_stage() {
     let at_tool = json!({"stage": "tool.before", "tool_name": "X",
                          "tool_args": {"q": "zq-keyword-alpha"}});
     check("m-keywords", &[msg("zq-keyword-alpha")], &[at_tool]);
-    // Rules without an agent logsource run at the engine's stage
-    // (tool.before), not at tool.after.
+    // Any other log source runs at the engine's default stages, which
+    // include tool.after.
     let after = json!({"stage": "tool.after", "tool_name": "Bash",
                        "tool_args": {"command": "zq-contains"}});
-    check("m-contains", &[], &[after]);
+    check("m-contains", &[after], &[]);
+}
+
+/// A Sigma rule written for a tool result must run: without an agent
+/// logsource category a rule runs at tool.before and tool.after (the
+/// documented default), and `category: tool.before` keeps it to that one.
+#[test]
+fn rules_without_an_agent_category_run_before_and_after_tool_calls() {
+    let result = |r: Value| json!({"stage": "tool.after", "tool_name": "Read", "tool_result": r});
+    let before = cmd("echo zq-stage-marker");
+    let results = [
+        result(json!("the file says zq-stage-marker")),
+        result(json!({"stdout": "zq-stage-marker", "exit_code": 0})),
+    ];
+    check(
+        "s-default-stages",
+        &[before.clone(), results[0].clone(), results[1].clone()],
+        &[result(json!("nothing to see"))],
+    );
+    // The same marker in the command and in the result at tool.after.
+    let after_both = json!({"stage": "tool.after", "tool_name": "Bash",
+                            "tool_args": {"command": "echo zq-stage-marker"},
+                            "tool_result": "zq-stage-marker"});
+    check(
+        "s-tool-before",
+        &[before],
+        &[results[0].clone(), results[1].clone(), after_both],
+    );
 }
 
 #[test]

@@ -4,7 +4,7 @@
 //! generated predicates and the dynamic backend judge the same events and
 //! must agree verdict for verdict.
 
-use parallax::loader;
+use parallax::backend;
 use parallax_runtime::{
     Backend, CheckOp, Engine, Event, Predicate, Predicates, PreparedEvent, Program, Report,
     ShardDfa,
@@ -152,7 +152,7 @@ fn random_event(rng: &mut Rng) -> Value {
 #[test]
 fn generated_checks_agree_with_the_interpreter() {
     let baked = baked();
-    let dynamic = loader::dynamic_engine(fixture()).unwrap();
+    let dynamic = backend::dynamic_engine(fixture()).unwrap();
     assert_eq!(baked.program().fingerprint, dynamic.program().fingerprint);
     // The fixture has every kind of check, or this proves less than it says.
     let kinds: std::collections::BTreeSet<&str> = baked

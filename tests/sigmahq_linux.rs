@@ -7,7 +7,7 @@
 
 #![cfg(unix)]
 
-use parallax::loader;
+use parallax::backend;
 use parallax_runtime::{Event, PreparedEvent, Report};
 use serde_json::json;
 use std::time::Duration;
@@ -28,7 +28,8 @@ fn linux_process_creation_rules_fire_on_agent_commands() {
     std::fs::create_dir_all(dir.join("rules")).unwrap();
     std::os::unix::fs::symlink(corpus, dir.join("rules/sigma")).unwrap();
     std::fs::write(dir.join("parallax.yaml"), "rules_dir: rules\n").unwrap();
-    let engine = loader::dynamic_engine(&dir.join("parallax.yaml")).expect("SigmaHQ rules compile");
+    let engine =
+        backend::dynamic_engine(&dir.join("parallax.yaml")).expect("SigmaHQ rules compile");
     let _ = std::fs::remove_dir_all(&dir);
     assert!(engine.program().rules.len() > 100);
 

@@ -1,7 +1,7 @@
 //! Every shipped SQL rule seeks the window through an index: none scans the
 //! whole store (100,000 rows by default) on every event.
 
-use parallax::baked;
+use parallax::backend::baked;
 
 #[test]
 fn shipped_sql_rules_never_scan_the_whole_store() {

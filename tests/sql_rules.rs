@@ -5,7 +5,8 @@
 //! timestamped events. Also: a restart with `state.path` keeps the window,
 //! baked and dynamic backends agree, a broken SQL rule fails `lint`.
 
-use parallax::server::{serve, AppState};
+use parallax::decision::{DecisionService, Door, Origin};
+use parallax::http::serve;
 use parallax_store::ManualClock;
 use serde_json::{json, Value};
 use std::io::{Read, Write};
@@ -304,10 +305,10 @@ struct TestServer {
 
 impl TestServer {
     fn start(clock: ManualClock) -> TestServer {
-        let loaded = parallax::loader::load(Some(Path::new(CONFIG)), false)
+        let loaded = parallax::backend::load(Some(Path::new(CONFIG)), false)
             .unwrap_or_else(|e| panic!("cannot load {CONFIG}: {e}"));
         let state = Arc::new(
-            AppState::with_clock(loaded.engine, loaded.settings, Arc::new(clock))
+            DecisionService::with_clock(loaded.engine, loaded.settings, Arc::new(clock))
                 .expect("open the side-store"),
         );
         assert!(state.store().is_some(), "the shipped config has SQL rules");
@@ -572,20 +573,22 @@ fn a_restart_with_state_path_keeps_the_window() {
 
 #[test]
 fn baked_and_dynamic_backends_give_the_same_sql_verdicts() {
-    let settings = parallax::loader::load(Some(Path::new(CONFIG)), false)
+    let settings = parallax::backend::load(Some(Path::new(CONFIG)), false)
         .expect("load")
         .settings;
-    let baked = parallax::baked::engine().expect("baked engine");
-    let dynamic = parallax::loader::dynamic_engine(Path::new(CONFIG)).expect("dynamic engine");
+    let baked = parallax::backend::baked::engine().expect("baked engine");
+    let dynamic = parallax::backend::dynamic_engine(Path::new(CONFIG)).expect("dynamic engine");
     assert_eq!(baked.program().sql, dynamic.program().sql);
     assert!(
         !baked.program().sql.is_empty(),
         "the baked binary carries the SQL rules"
     );
-    let a = AppState::new(baked, settings.clone())
+    let a = DecisionService::new(baked, settings.clone())
         .expect("store")
         .replaying();
-    let b = AppState::new(dynamic, settings).expect("store").replaying();
+    let b = DecisionService::new(dynamic, settings)
+        .expect("store")
+        .replaying();
     let mut t = T0;
     let mut fired = 0;
     for (_, steps) in all_attacks() {
@@ -594,8 +597,16 @@ fn baked_and_dynamic_backends_give_the_same_sql_verdicts() {
             let mut e = st.event.clone();
             e["timestamp"] = json!(t);
             let ev = || parallax_runtime::Event::from_value(e.clone()).expect("event");
-            let ra = a.evaluate(ev(), std::time::Instant::now());
-            let rb = b.evaluate(ev(), std::time::Instant::now());
+            let ra = a.decide(
+                ev(),
+                &Origin::door(Door::Library),
+                std::time::Instant::now(),
+            );
+            let rb = b.decide(
+                ev(),
+                &Origin::door(Door::Library),
+                std::time::Instant::now(),
+            );
             assert_eq!(ra.action, rb.action, "{e}");
             assert_eq!(ra.reasons, rb.reasons, "{e}");
             fired += ra.reasons.iter().filter(|r| r.starts_with("sql-")).count();

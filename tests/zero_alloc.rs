@@ -2,7 +2,7 @@
 //! verdict is allow, detect or block: the hot path only reads the event and
 //! writes into reused scratch memory. A counting global allocator checks it.
 
-use parallax::{baked, loader};
+use parallax::backend::{self, baked};
 use parallax_runtime::{Action, Engine, Event, PreparedEvent};
 use serde_json::json;
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -52,8 +52,8 @@ fn evaluation_does_not_allocate() {
         env!("CARGO_MANIFEST_DIR"),
         "/tests/fixtures/paths/parallax.yaml"
     ));
-    let dynamic = loader::dynamic_engine(fixture).unwrap();
-    let sigma = loader::dynamic_engine(Path::new(concat!(
+    let dynamic = backend::dynamic_engine(fixture).unwrap();
+    let sigma = backend::dynamic_engine(Path::new(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/tests/fixtures/sigma/parallax.yaml"
     )))

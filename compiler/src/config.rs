@@ -11,21 +11,18 @@ use crate::error::{CompileError, CompileErrors};
 use crate::sigma::mapping::{SigmaConfig, SigmaContext};
 use crate::source::RuleMode;
 use crate::yaml;
-use parallax_runtime::{
-    EngineKind, ProxySettings, ReportingSettings, ServerSettings, Settings, Stage, StateSettings,
-};
+use parallax_runtime::{EngineKind, FrontDoorSections, ProgramSettings, Stage, StateSettings};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ConfigFile {
-    #[serde(default)]
-    server: ServerSettings,
-    #[serde(default)]
-    reporting: ReportingSettings,
-    #[serde(default)]
-    proxy: ProxySettings,
+    /// The front doors' sections: carried as written, checked by the
+    /// binary that owns their types (see `parallax_runtime::settings`).
+    server: Option<serde_yaml::Value>,
+    reporting: Option<serde_yaml::Value>,
+    proxy: Option<serde_yaml::Value>,
     #[serde(default)]
     state: StateSettings,
     #[serde(default)]
@@ -118,7 +115,7 @@ pub struct EvaluatorSource {
 #[derive(Debug)]
 pub struct ConfigSources {
     pub path: PathBuf,
-    pub settings: Settings,
+    pub settings: ProgramSettings,
     pub evaluators: Vec<EvaluatorSource>,
     pub disabled: Vec<String>,
     /// How Sigma rules' field names map onto event fields.
@@ -145,6 +142,7 @@ fn read(path: &Path) -> Result<String, CompileError> {
 pub fn load(path: &Path) -> Result<ConfigSources, CompileErrors> {
     let text = read(path)?;
     let file: ConfigFile = yaml::from_str(&text).map_err(|m| CompileError::file(path, m))?;
+    let front_doors = front_door_sections(&file).map_err(|m| CompileError::file(path, m))?;
     let base = path.parent().unwrap_or(Path::new("."));
     let mut errors = Vec::new();
     let mut evaluators = Vec::new();
@@ -245,11 +243,9 @@ pub fn load(path: &Path) -> Result<ConfigSources, CompileErrors> {
     evaluators.extend(atr_evaluators(atr_files, &mut inputs));
     Ok(ConfigSources {
         path: path.to_path_buf(),
-        settings: Settings {
-            server: file.server,
-            reporting: file.reporting,
-            proxy: file.proxy,
+        settings: ProgramSettings {
             state: file.state,
+            front_doors,
         },
         evaluators,
         disabled: file.disabled,
@@ -258,6 +254,26 @@ pub fn load(path: &Path) -> Result<ConfigSources, CompileErrors> {
         errors,
         atr: file.atr,
     })
+}
+
+/// The front-door sections present in `file`, as JSON (a YAML mapping with
+/// a key JSON cannot hold, such as a number, is an error naming the section;
+/// `server: ~` counts as absent).
+fn front_door_sections(file: &ConfigFile) -> Result<FrontDoorSections, String> {
+    let mut out = FrontDoorSections::new();
+    for (key, value) in [
+        ("server", &file.server),
+        ("reporting", &file.reporting),
+        ("proxy", &file.proxy),
+    ] {
+        let Some(value) = value.as_ref().filter(|v| !v.is_null()) else {
+            continue;
+        };
+        let json = serde_json::to_value(value)
+            .map_err(|e| format!("`{key}`: cannot be read as settings: {e}"))?;
+        out.insert(key.to_string(), json);
+    }
+    Ok(out)
 }
 
 /// One evaluator per ATR category, in category order, rules in path order.

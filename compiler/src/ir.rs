@@ -8,7 +8,7 @@
 
 use crate::source::RuleTests;
 use parallax_runtime::{
-    Action, CelExpr, Check, EngineKind, FieldRef, Predicate, Priority, Settings, StageSet,
+    Action, CelExpr, Check, EngineKind, FieldRef, Predicate, Priority, ProgramSettings, StageSet,
     Validator,
 };
 use serde::Serialize;
@@ -118,7 +118,7 @@ pub struct IrEvaluator {
 #[derive(Debug, Clone)]
 pub struct RuleSet {
     pub config_path: PathBuf,
-    pub settings: Settings,
+    pub settings: ProgramSettings,
     /// Enabled evaluators, in chain order.
     pub evaluators: Vec<IrEvaluator>,
     /// Evaluators that compiled but are switched off (for `lint`).

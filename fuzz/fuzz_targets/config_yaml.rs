@@ -19,7 +19,7 @@ fuzz_target!(|data: &[u8]| {
     let path = dir().join("parallax.yaml");
     std::fs::write(&path, data).expect("write the config");
     if let Ok(rules) = parallax_compiler::load(&path) {
-        let _ = parallax::validate::problems(&rules.settings);
+        let _ = parallax::settings::checks::problems(&rules.settings);
         let compiled =
             parallax_compiler::plan::compile(&rules, &parallax_compiler::Limits::default());
         let _ = compiled.into_engine();

@@ -3,16 +3,16 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use parallax::server::AppState;
+use parallax::decision::{DecisionService, Door, Origin};
 use std::sync::OnceLock;
 use std::time::Instant;
 
-fn state() -> &'static AppState {
-    static STATE: OnceLock<AppState> = OnceLock::new();
+fn state() -> &'static DecisionService {
+    static STATE: OnceLock<DecisionService> = OnceLock::new();
     STATE.get_or_init(|| {
-        let engine = parallax::baked::engine().expect("the baked engine loads");
+        let engine = parallax::backend::baked::engine().expect("the baked engine loads");
         let settings = engine.program().settings.clone();
-        AppState::new(engine, settings).expect("the side-store opens")
+        DecisionService::new(engine, settings).expect("the side-store opens")
     })
 }
 
@@ -25,12 +25,12 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let s = &state.settings.server;
-    if parallax::limits::check(&value, s.max_json_depth, s.max_string_bytes).is_err() {
+    if parallax::http::json_limits::check(&value, s.max_json_depth, s.max_string_bytes).is_err() {
         return;
     }
     let Ok(event) = parallax_runtime::Event::from_value(value) else {
         return;
     };
-    let report = state.evaluate(event, Instant::now());
+    let report = state.decide(event, &Origin::door(Door::Library), Instant::now());
     serde_json::to_vec(&report).expect("a report always encodes");
 });

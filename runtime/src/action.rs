@@ -1,16 +1,21 @@
 //! Verdict actions and rule priorities.
 //!
 //! The order of [`Action`] variants is the order of strength the chain uses to
-//! combine rule results: the strongest action any matching rule asks for wins.
+//! combine rule results: the strongest action any matching rule asks for wins
+//! (how they combine, monitor mode and the chain stop included, is
+//! [`crate::tally::Tally`]).
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// What Parallax tells the agent to do with an event.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Action {
     /// Nothing matched (or only rules that merely observe).
+    #[default]
     Allow,
     /// Log and alert, but let the event through.
     Detect,

@@ -14,6 +14,7 @@ use crate::prepared::PreparedEvent;
 use crate::program::Program;
 use crate::scan::{FieldScanner, ScanBuildError, ShardDfa};
 use crate::stage::Stage;
+use crate::tally::Tally;
 use regex_automata::meta;
 use std::sync::OnceLock;
 
@@ -103,6 +104,23 @@ pub struct Scratch {
     /// Per field: its verifier gate's memory.
     gates: Vec<Option<crate::scan::GateScratch>>,
     matched: Vec<u32>,
+    /// The last evaluation's tally: with `matched` and `atoms` it is the
+    /// verdict, kept here so a caller can hold the scratch across a wait
+    /// (the SQL side-store) and read the verdict again with
+    /// [`Scratch::verdict`].
+    tally: Tally,
+}
+
+impl Scratch {
+    /// The verdict of the last [`Engine::evaluate`] run on this scratch.
+    pub fn verdict(&self) -> Verdict<'_> {
+        Verdict {
+            action: self.tally.action,
+            would_action: self.tally.would_action,
+            matched: &self.matched,
+            atoms: &self.atoms,
+        }
+    }
 }
 
 /// The outcome of one evaluation, borrowing the scratch it was written to.
@@ -231,6 +249,7 @@ impl Engine {
             caches: self.scanners.iter().flat_map(|s| s.new_caches()).collect(),
             gates: self.scanners.iter().map(|s| s.new_gate_scratch()).collect(),
             matched: Vec::with_capacity(self.program.rules.len()),
+            tally: Tally::default(),
         }
     }
 
@@ -263,10 +282,8 @@ impl Engine {
                 rules.insert(r as usize);
             }
         }
-        let mut action = Action::Allow;
-        let mut would_action = Action::Allow;
+        let mut tally = Tally::default();
         let mut evaluator = None;
-        let mut blocked = false;
         for r in rules.iter() {
             let rule = &self.program.rules[r];
             if !rule.stages.contains(stage)
@@ -277,30 +294,18 @@ impl Engine {
                 continue;
             }
             if evaluator != Some(rule.evaluator) {
-                if blocked {
+                if tally.stopped {
                     break;
                 }
                 evaluator = Some(rule.evaluator);
             }
             if self.predicate(r, atoms, event) {
                 matched.push(r as u32);
-                would_action = would_action.max(rule.action);
-                // A monitored block does not stop the chain: the rules
-                // after it still enforce.
-                if rule.monitor {
-                    action = action.max(rule.action.min(Action::Detect));
-                } else {
-                    action = action.max(rule.action);
-                    blocked |= rule.action == Action::Block;
-                }
+                tally.add(rule.action, rule.monitor);
             }
         }
-        Verdict {
-            action,
-            would_action,
-            matched: &scratch.matched,
-            atoms: &scratch.atoms,
-        }
+        scratch.tally = tally;
+        scratch.verdict()
     }
 
     /// Scans `fields` (indices into the program's field plans) of `event`,

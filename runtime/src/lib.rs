@@ -23,6 +23,7 @@ pub mod report;
 pub mod scan;
 pub mod settings;
 pub mod stage;
+pub mod tally;
 pub mod validator;
 
 pub use action::{Action, Priority};
@@ -39,11 +40,12 @@ pub use program::{
     Atom, AtomPath, CelExpr, EngineKind, EvaluatorMeta, FieldPlan, LiteralPlan, LiteralTarget,
     Program, RuleMeta, ShardPlan, SqlRuleSpec, VerifierPlan,
 };
-pub use report::{mask_secret_text, mask_secrets, EvaluationFailure, Report, RuleResult};
-pub use scan::ShardDfa;
-pub use settings::{
-    FailMode, FsyncPolicy, OnFull, ProxySettings, ReportingSettings, ServerSettings, Settings,
-    StateSettings, WebhookFormat,
+pub use report::{
+    mask_secret_text, mask_secrets, Conclusion, EvaluationFailure, LateMatch, PartialFailure,
+    Report, RuleResult,
 };
+pub use scan::ShardDfa;
+pub use settings::{FailMode, FrontDoorSections, ProgramSettings, StateSettings, FRONT_DOOR_KEYS};
 pub use stage::{Stage, StageSet};
+pub use tally::Tally;
 pub use validator::Validator;

@@ -11,7 +11,7 @@ use crate::action::{Action, Priority};
 use crate::check::Check;
 use crate::field::FieldRef;
 use crate::predicate::Predicate;
-use crate::settings::Settings;
+use crate::settings::ProgramSettings;
 use crate::stage::StageSet;
 use crate::validator::Validator;
 use serde::{Deserialize, Serialize};
@@ -68,7 +68,8 @@ pub struct Program {
     /// Hash of the canonical rule IR; decides whether a config matches the
     /// baked rules.
     pub fingerprint: String,
-    pub settings: Settings,
+    /// The side-store's settings and the front doors' sections.
+    pub settings: ProgramSettings,
     /// In chain order.
     pub evaluators: Vec<EvaluatorMeta>,
     /// Grouped by evaluator, in evaluator order.

@@ -11,6 +11,7 @@ use crate::field::{Canonical, FieldRef, JsonRoot};
 use crate::prepared::PreparedEvent;
 use crate::redact::{for_each_source_mut, redact_text, REDACTED};
 use crate::settings::FailMode;
+use crate::tally::Tally;
 use serde::Serialize;
 use serde_json::Value;
 use std::time::Duration;
@@ -70,84 +71,190 @@ pub struct RuleResult {
     pub author: Option<String>,
 }
 
+/// A rule decided outside the compiled automata — a SQL rule, run by the
+/// side-store — merged into the verdict as if it had been part of the chain
+/// (after every compiled evaluator).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LateMatch {
+    /// Index into `Program::rules`.
+    pub rule: u32,
+    /// The rendered reason, if the rule has a template; else its title.
+    pub reason: Option<String>,
+}
+
+/// A part of the evaluation that could not run, and what fail_mode makes of
+/// it: the compiled evaluators' results stand, and the response says what
+/// failed.
+#[derive(Debug, Clone)]
+pub struct PartialFailure {
+    /// What did not run, for the reason text (e.g. `SQL rules`).
+    pub skipped: &'static str,
+    pub failure: EvaluationFailure,
+}
+
+/// Everything besides the engine's verdict that decides the answer.
+#[derive(Debug, Clone, Default)]
+pub struct Conclusion<'a> {
+    /// Rules that matched outside the engine, in chain order.
+    pub late: &'a [LateMatch],
+    /// Server-wide monitor mode: the returned action is at most `detect`,
+    /// and what would have been blocked says so in `would_block`.
+    pub monitor: bool,
+    /// A part of the evaluation failed.
+    pub failure: Option<PartialFailure>,
+}
+
 impl Report {
+    /// The answer for an engine verdict with nothing else to add: no late
+    /// rules, no server-wide monitor mode, no failure.
     pub fn build(
         engine: &Engine,
         event: &PreparedEvent,
         verdict: &Verdict<'_>,
         elapsed: Duration,
     ) -> Report {
+        Report::decide(engine, event, verdict, &Conclusion::default(), elapsed)
+    }
+
+    /// The one place a final answer is assembled: the matched rules (the
+    /// engine's, then the late ones) are tallied in chain order
+    /// ([`Tally`]: strength order, rule monitor mode, chain stop), a
+    /// failure lets fail_mode decide, server-wide monitor mode caps the
+    /// action, and only then is anything rewritten: the event is redacted
+    /// exactly when the final action is `redact`, so a block (however it
+    /// came about) never returns rewritten content.
+    pub fn decide(
+        engine: &Engine,
+        event: &PreparedEvent,
+        verdict: &Verdict<'_>,
+        conclusion: &Conclusion<'_>,
+        elapsed: Duration,
+    ) -> Report {
         let program = engine.program();
-        let mut results = Vec::with_capacity(verdict.matched.len());
+        let mut tally = Tally::default();
+        let mut results = Vec::with_capacity(verdict.matched.len() + conclusion.late.len());
         for &r in verdict.matched {
             let rule = &program.rules[r as usize];
+            tally.add(rule.action, rule.monitor);
             let matched = if rule.action == Action::Redact {
                 Some(REDACTED.to_string())
             } else {
                 first_match(engine, event, verdict, r)
             };
-            results.push(RuleResult {
-                evaluator: program.evaluators[rule.evaluator as usize].name.clone(),
-                rule_id: rule.id.clone(),
-                title: rule.title.clone(),
-                action: rule.action,
-                priority: rule.priority,
-                monitor: rule.monitor,
-                reason: rule.reason.clone().unwrap_or_else(|| rule.title.clone()),
-                matched,
-                author: rule.author.clone(),
-            });
+            results.push(rule_result(engine, r, matched, None));
         }
-        let reasons = results
+        for late in conclusion.late {
+            // Late rules come after every compiled evaluator: a block
+            // before them stops the chain.
+            if tally.stopped {
+                break;
+            }
+            let Some(rule) = program.rules.get(late.rule as usize) else {
+                continue;
+            };
+            tally.add(rule.action, rule.monitor);
+            // A late rule's `reason` is a template only its runner renders:
+            // without a rendering, the title.
+            let reason = late.reason.clone().unwrap_or_else(|| rule.title.clone());
+            results.push(rule_result(engine, late.rule, None, Some(reason)));
+        }
+        let mut reasons: Vec<String> = results
             .iter()
             .map(|r| format!("{}: {}", r.rule_id, r.reason))
             .collect();
-        let (redacted, redacted_event) = if verdict.action == Action::Redact {
+        let failure = conclusion.failure.as_ref().map(|f| {
+            reasons.push(format!(
+                "{} did not run ({}: {}); fail_mode {} decided",
+                f.skipped,
+                f.failure.kind,
+                f.failure.message,
+                f.failure.fail_mode.as_str()
+            ));
+            f.failure.clone()
+        });
+        let (action, would_block) = conclude(tally, failure.as_ref(), conclusion.monitor);
+        let (redacted, redacted_event) = if action == Action::Redact {
             redact(engine, event, verdict)
         } else {
             (None, None)
         };
         Report {
-            action: verdict.action,
-            blocked: verdict.action == Action::Block,
-            would_block: verdict.action != Action::Block && verdict.would_action == Action::Block,
+            action,
+            blocked: action == Action::Block,
+            would_block,
             reasons,
             results,
             redacted,
             redacted_event,
             elapsed_ms: elapsed.as_secs_f64() * 1000.0,
-            failure: None,
+            failure,
         }
     }
 
-    /// The answer when evaluation failed: `block` when failing closed,
-    /// `allow` when failing open, saying so in `failure` and `reasons`.
-    pub fn failed(fail_mode: FailMode, kind: &str, message: String, elapsed: Duration) -> Report {
-        let action = match fail_mode {
-            FailMode::Closed => Action::Block,
-            FailMode::Open => Action::Allow,
-        };
+    /// The answer when there is no verdict at all (the engine itself
+    /// failed): `block` when failing closed, `allow` when failing open, saying
+    /// so in `failure` and `reasons`; server-wide monitor mode applies as to
+    /// any verdict.
+    pub fn failed(failure: EvaluationFailure, monitor: bool, elapsed: Duration) -> Report {
+        let reasons = vec![format!(
+            "evaluation failed ({}: {}); fail_mode {} decided",
+            failure.kind,
+            failure.message,
+            failure.fail_mode.as_str()
+        )];
+        let (action, would_block) = conclude(Tally::default(), Some(&failure), monitor);
         Report {
             action,
             blocked: action == Action::Block,
-            would_block: false,
-            reasons: vec![format!(
-                "evaluation failed ({kind}: {message}); fail_mode {} decided",
-                match fail_mode {
-                    FailMode::Closed => "closed",
-                    FailMode::Open => "open",
-                }
-            )],
+            would_block,
+            reasons,
             results: Vec::new(),
             redacted: None,
             redacted_event: None,
             elapsed_ms: elapsed.as_secs_f64() * 1000.0,
-            failure: Some(EvaluationFailure {
-                kind: kind.to_string(),
-                message,
-                fail_mode,
-            }),
+            failure: Some(failure),
         }
+    }
+}
+
+/// The enforced action and `would_block`, after fail_mode and monitor mode.
+fn conclude(tally: Tally, failure: Option<&EvaluationFailure>, monitor: bool) -> (Action, bool) {
+    let mut action = tally.action;
+    let mut would_block = tally.would_block();
+    if failure.is_some_and(|f| f.fail_mode == FailMode::Closed) {
+        action = Action::Block;
+        would_block = false;
+    }
+    if monitor && action > Action::Detect {
+        would_block |= action == Action::Block;
+        action = Action::Detect;
+    }
+    (action, would_block)
+}
+
+fn rule_result(
+    engine: &Engine,
+    r: u32,
+    matched: Option<String>,
+    reason: Option<String>,
+) -> RuleResult {
+    let program = engine.program();
+    let rule = &program.rules[r as usize];
+    RuleResult {
+        evaluator: program
+            .evaluators
+            .get(rule.evaluator as usize)
+            .map_or_else(String::new, |e| e.name.clone()),
+        rule_id: rule.id.clone(),
+        title: rule.title.clone(),
+        action: rule.action,
+        priority: rule.priority,
+        monitor: rule.monitor,
+        reason: reason
+            .or_else(|| rule.reason.clone())
+            .unwrap_or_else(|| rule.title.clone()),
+        matched,
+        author: rule.author.clone(),
     }
 }
 

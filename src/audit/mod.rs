@@ -11,7 +11,7 @@ pub mod record;
 pub mod writer;
 
 use crate::metrics::Metrics;
-use parallax_runtime::{OnFull, ReportingSettings};
+use crate::settings::{OnFull, ReportingSettings};
 pub use record::{AuditEntry, DECISION_KIND};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering::Relaxed;

@@ -8,6 +8,7 @@
 //! blocked command must not reach the log because the chain stopped before
 //! the secrets evaluator ran.
 
+use crate::decision::Origin;
 use parallax_runtime::{mask_secret_text, mask_secrets, Engine, Event, Report};
 use serde_json::{json, Map, Value};
 use std::time::SystemTime;
@@ -21,6 +22,8 @@ pub const DECISION_KIND: &str = "decision";
 pub struct AuditEntry {
     pub engine: std::sync::Arc<Engine>,
     pub event: Event,
+    /// The front door (and framework, session) the event came through.
+    pub origin: Origin,
     pub report: Report,
     pub at: SystemTime,
 }
@@ -37,6 +40,7 @@ pub fn build(entry: &AuditEntry) -> Value {
     let AuditEntry {
         engine,
         event,
+        origin,
         report,
         at,
     } = entry;
@@ -72,6 +76,10 @@ pub fn build(entry: &AuditEntry) -> Value {
     put("kind", Value::String(DECISION_KIND.into()));
     put("ts", Value::String(timestamp(*at)));
     put("stage", Value::String(event.stage.as_str().into()));
+    put("door", Value::String(origin.door.as_str().into()));
+    if let Some(f) = &origin.framework {
+        put("framework", Value::String(f.clone()));
+    }
     let opt = |v: &Option<String>| v.clone().map_or(Value::Null, Value::String);
     put("session_id", opt(&masked_event.session_id));
     put("user_id", opt(&masked_event.user_id));

@@ -3,7 +3,7 @@
 //!
 //! Owned by the writer thread alone, so none of it needs locking.
 
-use parallax_runtime::FsyncPolicy;
+use crate::settings::FsyncPolicy;
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};

@@ -30,7 +30,8 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
-use parallax::server::{self, AppState};
+use parallax::decision::DecisionService;
+use parallax::http;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::Path;
@@ -126,13 +127,15 @@ fn start(kind: Kind, threads: usize) -> Result<InProcess, String> {
     let state = match kind {
         Kind::Evaluate => {
             let config = Path::new(env!("CARGO_MANIFEST_DIR")).join("parallax.yaml");
-            let loaded = parallax::loader::load(Some(&config), false).map_err(|e| e.to_string())?;
+            let loaded =
+                parallax::backend::load(Some(&config), false).map_err(|e| e.to_string())?;
             println!(
                 "in-process /evaluate: {} backend, {} rules",
                 loaded.engine.backend().as_str(),
                 loaded.engine.program().rules.len()
             );
-            let state = AppState::new(loaded.engine, loaded.settings).map_err(|e| e.to_string())?;
+            let state =
+                DecisionService::new(loaded.engine, loaded.settings).map_err(|e| e.to_string())?;
             Some(Arc::new(state))
         }
         Kind::Trivial => None,
@@ -162,7 +165,7 @@ fn start(kind: Kind, threads: usize) -> Result<InProcess, String> {
             let _ = addr_tx.send(listener.local_addr().map_err(|e| e.to_string()));
             match state {
                 Some(state) => {
-                    server::serve(listener, state, async {
+                    http::serve(listener, state, async {
                         let _ = stop_rx.await;
                     })
                     .await

@@ -1,20 +1,20 @@
 //! `parallax compile --emit rust|stats|program`: show the compiler's output.
 
 use super::{fail, Emit};
-use crate::loader::{self, LoadError};
+use crate::backend::{self, LoadError};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 pub fn run(config: Option<PathBuf>, emit: Emit) -> ExitCode {
-    let path = match loader::config_path(config.as_deref()) {
+    let path = match backend::config_path(config.as_deref()) {
         Ok(p) => p,
         Err(e) => return fail(e),
     };
     let text = match path {
         None => match emit {
-            Emit::Rust => crate::baked::RUST_SOURCE.to_string(),
-            Emit::Stats => crate::baked::STATS.to_string(),
-            Emit::Program => match crate::baked::program() {
+            Emit::Rust => crate::backend::baked::RUST_SOURCE.to_string(),
+            Emit::Stats => crate::backend::baked::STATS.to_string(),
+            Emit::Program => match crate::backend::baked::program() {
                 Ok(p) => serde_json::to_string_pretty(&p).unwrap_or_default(),
                 Err(e) => return fail(e),
             },

@@ -1,24 +1,24 @@
 //! `parallax docs rules`: print the rules catalogue.
 
 use super::fail;
-use crate::{docs, loader};
+use crate::{backend, rules_catalogue};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 pub fn run(config: Option<PathBuf>) -> ExitCode {
-    let path = match loader::config_path(config.as_deref()) {
+    let path = match backend::config_path(config.as_deref()) {
         Ok(Some(p)) => p,
         Ok(None) => {
             return fail(format!(
                 "no config: pass -c PATH or run where {} is",
-                loader::DEFAULT_CONFIG
+                backend::DEFAULT_CONFIG
             ))
         }
         Err(e) => return fail(e),
     };
     match parallax_compiler::load(&path) {
         Ok(rules) => {
-            print!("{}", docs::rules_markdown(&rules));
+            print!("{}", rules_catalogue::rules_markdown(&rules));
             ExitCode::SUCCESS
         }
         Err(e) => {

@@ -9,8 +9,8 @@
 
 use super::fail;
 use crate::audit::DECISION_KIND;
-use crate::loader;
-use crate::server::AppState;
+use crate::backend;
+use crate::decision::{DecisionService, Door, Origin};
 use parallax_runtime::{Event, EventError, Report};
 use serde_json::Value;
 use std::io::{BufRead, Write};
@@ -19,16 +19,17 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 pub fn run(config: Option<PathBuf>, file: Option<PathBuf>, baked_only: bool) -> ExitCode {
-    let loaded = match loader::load(config.as_deref(), baked_only) {
+    let loaded = match backend::load(config.as_deref(), baked_only) {
         Ok(l) => l,
         Err(e) => return fail(e),
     };
     // One side-store for the whole input, clocked by the events' own
     // timestamps: a JSONL file of a session replays as it happened.
-    let state = match AppState::new(loaded.engine, loaded.settings) {
+    let service = match DecisionService::new(loaded.engine, loaded.settings) {
         Ok(s) => s.replaying(),
         Err(e) => return fail(e),
     };
+    let origin = Origin::door(Door::Eval);
     let input: Box<dyn BufRead> = match file.as_deref() {
         None => Box::new(std::io::stdin().lock()),
         Some(p) if p.as_os_str() == "-" => Box::new(std::io::stdin().lock()),
@@ -59,7 +60,7 @@ pub fn run(config: Option<PathBuf>, file: Option<PathBuf>, baked_only: bool) -> 
         };
         let written = match parsed {
             Ok((event, recorded)) => {
-                let report = state.evaluate(event, started);
+                let report = service.decide(event, &origin, started);
                 match recorded {
                     None => serde_json::to_string(&report).map_err(|e| e.to_string()),
                     Some(recorded) => {

@@ -1,7 +1,7 @@
 //! `parallax lint`: validate the configuration and list its evaluators.
 
 use super::fail;
-use crate::loader;
+use crate::backend;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -18,8 +18,7 @@ pub fn run(config: Option<PathBuf>) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let problems = crate::validate::problems(&rules.settings);
-    if !problems.is_empty() {
+    if let Err(problems) = crate::settings::read(&rules.settings) {
         for p in &problems {
             eprintln!("error: {}: {p}", path.display());
         }
@@ -70,7 +69,7 @@ pub fn run(config: Option<PathBuf>) -> ExitCode {
             n.reason
         );
     }
-    let baked = if compiled.program.fingerprint == crate::baked::FINGERPRINT {
+    let baked = if compiled.program.fingerprint == crate::backend::baked::FINGERPRINT {
         "identical to the baked rules"
     } else {
         "differs from the baked rules: serve would compile them at start-up"
@@ -93,7 +92,7 @@ pub fn run_sigma(config: Option<PathBuf>, dir: &std::path::Path) -> ExitCode {
     if !dir.is_dir() {
         return fail(format!("--sigma {}: not a directory", dir.display()));
     }
-    let ctx = match loader::config_path(config.as_deref()) {
+    let ctx = match backend::config_path(config.as_deref()) {
         Ok(Some(p)) => match parallax_compiler::config::load(&p) {
             Ok(sources) => sources.sigma,
             Err(e) => {

@@ -177,11 +177,11 @@ pub(crate) fn required_config(
     config: Option<&std::path::Path>,
     verb: &str,
 ) -> Result<std::path::PathBuf, String> {
-    match crate::loader::config_path(config) {
+    match crate::backend::config_path(config) {
         Ok(Some(p)) => Ok(p),
         Ok(None) => Err(format!(
             "no config to {verb}: pass -c PATH or run where {} is",
-            crate::loader::DEFAULT_CONFIG
+            crate::backend::DEFAULT_CONFIG
         )),
         Err(e) => Err(e.to_string()),
     }

@@ -4,10 +4,10 @@
 
 use super::{fail, init_logging};
 use crate::audit::AuditLog;
-use crate::auth;
-use crate::loader;
+use crate::backend;
+use crate::decision::{DecisionService, ReloadSource};
+use crate::http::{self, auth};
 use crate::metrics::Metrics;
-use crate::server::{self, AppState, ReloadSource};
 use crate::webhook::Webhook;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
@@ -27,7 +27,7 @@ pub fn run(opts: Options) -> ExitCode {
     if let Err(e) = init_logging(&opts.log_level) {
         return fail(e);
     }
-    let loaded = match loader::load(opts.config.as_deref(), opts.baked_only) {
+    let loaded = match backend::load(opts.config.as_deref(), opts.baked_only) {
         Ok(l) => l,
         Err(e) => return fail(e),
     };
@@ -43,7 +43,7 @@ pub fn run(opts: Options) -> ExitCode {
             settings.server.auth_token = Some(token);
         }
     }
-    if let Some(p) = crate::validate::problems(&settings).first() {
+    if let Some(p) = crate::settings::checks::problems(&settings).first() {
         return fail(p);
     }
     settings.server.monitor |= opts.monitor;
@@ -59,7 +59,7 @@ pub fn run(opts: Options) -> ExitCode {
     let load_ms = loaded.load_ms;
     runtime.block_on(async move {
         let metrics = Metrics::new();
-        let state = match AppState::new(engine, settings.clone()) {
+        let state = match DecisionService::new(engine, settings.clone()) {
             Ok(s) => s,
             Err(e) => return fail(e),
         };
@@ -118,14 +118,14 @@ pub fn run(opts: Options) -> ExitCode {
         );
         let state = Arc::new(state);
         tokio::spawn(reload_on_sighup(state.clone()));
-        server::serve(listener, state, shutdown_signal()).await;
+        http::serve(listener, state, shutdown_signal()).await;
         tracing::info!("shut down");
         ExitCode::SUCCESS
     })
 }
 
 /// SIGHUP: recompile the configured rules and swap them in.
-async fn reload_on_sighup(state: Arc<AppState>) {
+async fn reload_on_sighup(state: Arc<DecisionService>) {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{signal, SignalKind};

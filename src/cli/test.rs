@@ -3,7 +3,8 @@
 //! category.
 
 use super::fail;
-use crate::{atr_cases, loader, ruletest};
+use crate::backend;
+use crate::casework::{atr_cases, rule_cases};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -20,13 +21,13 @@ pub fn run(config: Option<PathBuf>, fixtures: Vec<PathBuf>) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let engine = match loader::engine_for(&rules, false, &path) {
+    let engine = match backend::engine_for(&rules, false, &path) {
         Ok(e) => e,
         Err(e) => return fail(e),
     };
-    let mut outcome = ruletest::run_rule_tests(&rules, &engine);
+    let mut outcome = rule_cases::run_rule_tests(&rules, &engine);
     for f in &fixtures {
-        let o = ruletest::run_fixture(f, &engine);
+        let o = rule_cases::run_fixture(f, &engine);
         outcome.passed += o.passed;
         outcome.failures.extend(o.failures);
     }
@@ -52,7 +53,7 @@ pub fn run(config: Option<PathBuf>, fixtures: Vec<PathBuf>) -> ExitCode {
 pub fn run_atr(dir: PathBuf, config: Option<PathBuf>, failures: bool, baked: bool) -> ExitCode {
     let started = Instant::now();
     let engine = if baked {
-        match crate::baked::engine() {
+        match crate::backend::baked::engine() {
             Ok(e) if e.program().rules.iter().any(|r| r.id.starts_with("ATR-")) => e,
             Ok(_) => {
                 return fail(

@@ -13,13 +13,13 @@ pub mod slack;
 
 use crate::audit::{record, AuditEntry};
 use crate::metrics::Metrics;
+use crate::settings::{ReportingSettings, WebhookFormat};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::header::{HeaderValue, CONTENT_TYPE};
 use hyper::{Method, Request, Uri};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
-use parallax_runtime::{ReportingSettings, WebhookFormat};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};

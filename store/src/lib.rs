@@ -17,7 +17,7 @@ pub mod store;
 pub mod template;
 
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use request::{apply_hits, EventRow, SqlHit, StoreRequest};
+pub use request::{late_matches, EventRow, SqlHit, StoreRequest};
 pub use rule::{check_rule, compile_rule, query_plan, Param, SqlRuleCode};
 pub use service::StoreHandle;
 pub use store::{Store, StoreError};

@@ -3,7 +3,7 @@
 //! store thread does nothing but SQLite work.
 
 use parallax_runtime::{
-    Action, Canonical, FieldRef, PreparedEvent, Program, Report, RuleResult, Stage, Verdict,
+    Action, Canonical, FieldRef, LateMatch, PreparedEvent, Program, Stage, Verdict,
 };
 
 /// One row of `events`, minus what the store adds (`id`, `ts`, verdict).
@@ -155,46 +155,24 @@ pub struct SqlHit {
     pub reason: Option<String>,
 }
 
-/// Adds the SQL rules that fired to a report built from the earlier
-/// evaluators, exactly as if they had been part of the chain.
-pub fn apply_hits(report: &mut Report, program: &Program, hits: &[SqlHit]) {
-    for hit in hits {
-        let Some(rule) = program
-            .rules
-            .get(hit.rule as usize)
-            .filter(|r| r.id == hit.id)
-            .or_else(|| program.rules.iter().find(|r| r.id == hit.id))
-        else {
-            continue;
-        };
-        let reason = hit.reason.clone().unwrap_or_else(|| rule.title.clone());
-        report.reasons.push(format!("{}: {}", rule.id, reason));
-        report.results.push(RuleResult {
-            evaluator: program
-                .evaluators
-                .get(rule.evaluator as usize)
-                .map_or_else(String::new, |e| e.name.clone()),
-            rule_id: rule.id.clone(),
-            title: rule.title.clone(),
-            action: rule.action,
-            priority: rule.priority,
-            reason,
-            matched: None,
-            author: rule.author.clone(),
-            monitor: rule.monitor,
-        });
-        // A monitored rule reports what it would do and counts as detect.
-        if rule.monitor {
-            report.would_block |= rule.action == Action::Block && report.action != Action::Block;
-            report.action = report.action.max(rule.action.min(Action::Detect));
-        } else {
-            if rule.action == Action::Block {
-                report.would_block = false;
-            }
-            report.action = report.action.max(rule.action);
-        }
-    }
-    report.blocked = report.action == Action::Block;
+/// The SQL rules that fired, as the report builder's late matches
+/// ([`parallax_runtime::Report::decide`] merges them into the verdict as if
+/// they had been part of the chain). A hit is matched to `program` by its
+/// rule id (see [`SqlHit::id`]); a hit whose rule `program` does not have is
+/// left out.
+pub fn late_matches(program: &Program, hits: &[SqlHit]) -> Vec<LateMatch> {
+    hits.iter()
+        .filter_map(|hit| {
+            let rule = match program.rules.get(hit.rule as usize) {
+                Some(r) if r.id == hit.id => hit.rule,
+                _ => program.rules.iter().position(|r| r.id == hit.id)? as u32,
+            };
+            Some(LateMatch {
+                rule,
+                reason: hit.reason.clone(),
+            })
+        })
+        .collect()
 }
 
 #[cfg(test)]

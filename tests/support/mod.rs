@@ -2,8 +2,9 @@
 //! ephemeral 127.0.0.1 port, a hand-written HTTP/1.1 client, temp dirs.
 #![allow(dead_code)]
 
+use parallax::decision::DecisionService;
+use parallax::http::serve;
 use parallax::metrics::Metrics;
-use parallax::server::{serve, AppState};
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -25,7 +26,7 @@ pub fn temp_dir(name: &str) -> PathBuf {
 
 pub struct TestServer {
     pub addr: SocketAddr,
-    pub state: Arc<AppState>,
+    pub state: Arc<DecisionService>,
     pub metrics: Arc<Metrics>,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<JoinHandle<()>>,
@@ -36,10 +37,10 @@ impl TestServer {
     /// by `build` (run inside the server's runtime, so it may spawn tasks).
     pub fn start(
         config: &Path,
-        tweak: impl FnOnce(&mut parallax_runtime::Settings),
-        build: impl FnOnce(AppState, Arc<Metrics>) -> AppState + Send + 'static,
+        tweak: impl FnOnce(&mut parallax::settings::Settings),
+        build: impl FnOnce(DecisionService, Arc<Metrics>) -> DecisionService + Send + 'static,
     ) -> TestServer {
-        let loaded = parallax::loader::load(Some(config), false)
+        let loaded = parallax::backend::load(Some(config), false)
             .unwrap_or_else(|e| panic!("cannot load {}: {e}", config.display()));
         let mut settings = loaded.settings;
         tweak(&mut settings);
@@ -58,7 +59,7 @@ impl TestServer {
             rt.block_on(async move {
                 let metrics = Metrics::new();
                 let state = Arc::new(build(
-                    AppState::new(engine, settings)
+                    DecisionService::new(engine, settings)
                         .expect("open the side-store")
                         .with_metrics(metrics.clone()),
                     metrics.clone(),

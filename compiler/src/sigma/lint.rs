@@ -6,7 +6,7 @@ use super::mapping::SigmaContext;
 use crate::error::CompileError;
 use crate::ir::{AtomTable, IrEvaluator, IrRule, RuleSet};
 use crate::stages::default_stages;
-use parallax_runtime::{EngineKind, Settings, StageSet};
+use parallax_runtime::{EngineKind, ProgramSettings, StageSet};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -114,7 +114,7 @@ pub fn lint_dir(dir: &Path, ctx: &SigmaContext) -> Result<DirReport, CompileErro
     let compiled = rules.len();
     let rules = RuleSet {
         config_path: dir.to_path_buf(),
-        settings: Settings::default(),
+        settings: ProgramSettings::default(),
         evaluators: vec![IrEvaluator {
             name: "sigma".into(),
             engine: EngineKind::Sigma,

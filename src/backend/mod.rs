@@ -1,4 +1,4 @@
-//! Choosing the backend: the baked rules when the configured rules are the
+//! Choosing the backend (and reading the settings that come with it): the baked rules when the configured rules are the
 //! ones baked in, the dynamic backend (same compiler, at start-up) when they
 //! differ.
 //!
@@ -6,9 +6,10 @@
 //! cheap to compute (no automata are built), so a baked binary started with
 //! its own config pays nothing for the check.
 
-use crate::baked;
+pub mod baked;
+use crate::settings::Settings;
 use parallax_compiler::{CompileErrors, Limits, RuleSet};
-use parallax_runtime::{Engine, Settings};
+use parallax_runtime::{Engine, ProgramSettings};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -39,12 +40,10 @@ pub enum LoadError {
     Settings { path: String, problems: Vec<String> },
 }
 
-fn check_settings(settings: &Settings, path: Option<&Path>) -> Result<(), LoadError> {
-    let problems = crate::validate::problems(settings);
-    if problems.is_empty() {
-        return Ok(());
-    }
-    Err(LoadError::Settings {
+/// The settings `program` carries, parsed and checked: every problem
+/// listed, naming the key.
+fn settings_of(program: &ProgramSettings, path: Option<&Path>) -> Result<Settings, LoadError> {
+    crate::settings::read(program).map_err(|problems| LoadError::Settings {
         path: path.map_or("<baked config>".into(), |p| p.display().to_string()),
         problems,
     })
@@ -77,8 +76,7 @@ pub fn load(config: Option<&Path>, baked_only: bool) -> Result<Loaded, LoadError
     let started = Instant::now();
     let Some(path) = config_path(config)? else {
         let engine = baked::engine()?;
-        let settings = engine.program().settings.clone();
-        check_settings(&settings, None)?;
+        let settings = settings_of(&engine.program().settings, None)?;
         return Ok(Loaded {
             engine,
             settings,
@@ -87,8 +85,7 @@ pub fn load(config: Option<&Path>, baked_only: bool) -> Result<Loaded, LoadError
         });
     };
     let rules = parallax_compiler::load(&path)?;
-    let settings = rules.settings.clone();
-    check_settings(&settings, Some(&path))?;
+    let settings = settings_of(&rules.settings, Some(&path))?;
     let engine = engine_for(&rules, baked_only, &path)?;
     Ok(Loaded {
         engine,

@@ -2,8 +2,8 @@
 //! config is loaded (serve, eval, lint), so a bad value stops start-up with
 //! a clear message instead of surfacing at the first alert or request.
 
+use super::Settings;
 use crate::webhook;
-use parallax_runtime::Settings;
 
 /// Every problem found, one message each.
 pub fn problems(s: &Settings) -> Vec<String> {

@@ -4,7 +4,7 @@
 //! A case is checked against its rule alone ([`Engine::rule_matches`]), so a
 //! rule earlier in the chain that blocks cannot hide a later rule's result;
 //! fixture files check whole verdicts instead. SQL rules judge a session,
-//! so their cases are event sequences ([`crate::sequence_case`]).
+//! so their cases are event sequences ([`crate::casework::session_cases`]).
 
 use parallax_compiler::ir::{IrRule, RuleSet};
 use parallax_runtime::{
@@ -213,7 +213,7 @@ pub fn run_rule_tests(rules: &RuleSet, engine: &Engine) -> Outcome {
                 };
                 if ev.engine == EngineKind::Sql {
                     let stage = rule.stages.iter().next().unwrap_or(Stage::ToolBefore);
-                    match crate::sequence_case::run(engine, ri, stage, case) {
+                    match crate::casework::session_cases::run(engine, ri, stage, case) {
                         Ok(got) if got == expect => out.passed += 1,
                         Ok(true) => out.failures.push(fail(
                             "expected no match on the last event; the rule fired".into(),

@@ -1,0 +1,7 @@
+//! Running rules against their own test cases: each rule's `tests`
+//! ([`rule_cases`]), SQL rules' event sequences ([`session_cases`]) and an
+//! ATR corpus's cases ([`atr_cases`]).
+
+pub mod atr_cases;
+pub mod rule_cases;
+pub mod session_cases;

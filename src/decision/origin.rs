@@ -1,0 +1,66 @@
+//! Where an event came from: which front door, which agent framework, which
+//! session. The decision service records it (audit line, metrics); it does
+//! not change what the rules decide.
+
+use serde::Serialize;
+
+/// The front door an event came in through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Door {
+    /// `POST /evaluate`.
+    Http,
+    /// `parallax eval`.
+    Eval,
+    /// Called in-process through the library (embedders, tests).
+    Library,
+}
+
+impl Door {
+    /// Every door, in the order metrics list them.
+    pub const ALL: [Door; 3] = [Door::Http, Door::Eval, Door::Library];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Door::Http => "http",
+            Door::Eval => "eval",
+            Door::Library => "library",
+        }
+    }
+
+    /// Position in [`Door::ALL`].
+    pub fn index(self) -> usize {
+        match self {
+            Door::Http => 0,
+            Door::Eval => 1,
+            Door::Library => 2,
+        }
+    }
+}
+
+/// An event's origin.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Origin {
+    pub door: Door,
+    /// The agent framework, when the front door knows it (`claudecode`,
+    /// `codex`, `openclaw`, ...).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub framework: Option<String>,
+    /// The session, when the front door knows it from outside the event (a
+    /// header, a hook payload). An event without a `session_id` gets this
+    /// one before it is evaluated, so the SQL rules and the audit line see
+    /// it; an event's own `session_id` is never overwritten.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+}
+
+impl Origin {
+    /// An event from `door`, nothing else known.
+    pub fn door(door: Door) -> Origin {
+        Origin {
+            door,
+            framework: None,
+            session_id: None,
+        }
+    }
+}

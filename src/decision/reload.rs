@@ -1,0 +1,114 @@
+//! Reloading the rules in force: recompile the configured rules and swap
+//! them in whole; on any error the running rules stay. The SQL side-store
+//! is kept (its windows survive) and given the new SQL rules.
+
+use super::rules_in_force::RulesInForce;
+use super::DecisionService;
+use crate::backend;
+use std::path::PathBuf;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+
+/// Where reloads read the rules from.
+#[derive(Debug, Clone)]
+pub struct ReloadSource {
+    pub config: Option<PathBuf>,
+    pub baked_only: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReloadError {
+    #[error("--baked-only: the rules are fixed at build time and cannot be reloaded")]
+    BakedOnly,
+    #[error("no config file to reload from (running on the baked config)")]
+    NoConfig,
+    #[error("reload is not enabled for this server")]
+    Disabled,
+    #[error("the new rules do not compile; the running rules are kept: {0}")]
+    Compile(String),
+    #[error("the side-store refused the new SQL rules; the running rules are kept: {0}")]
+    Store(String),
+}
+
+/// What a successful reload swapped in.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Reloaded {
+    pub previous_fingerprint: String,
+    pub rules_fingerprint: String,
+    pub backend: &'static str,
+    pub evaluators: usize,
+    pub rules: usize,
+}
+
+impl DecisionService {
+    /// Recompiles the configured rules and swaps them in; on any error the
+    /// running rules stay. Blocking (compiling takes a while): call it from
+    /// a blocking thread.
+    pub fn reload(&self) -> Result<Reloaded, ReloadError> {
+        let result = self.try_reload();
+        match &result {
+            Ok(r) => {
+                self.metrics.reloads_ok.fetch_add(1, Relaxed);
+                tracing::info!(
+                    fingerprint = %r.rules_fingerprint,
+                    previous = %r.previous_fingerprint,
+                    backend = r.backend,
+                    rules = r.rules,
+                    "rules reloaded"
+                );
+            }
+            Err(e) => {
+                self.metrics.reloads_failed.fetch_add(1, Relaxed);
+                tracing::error!(error = %e, "reload failed; keeping the running rules");
+            }
+        }
+        result
+    }
+
+    fn try_reload(&self) -> Result<Reloaded, ReloadError> {
+        let source = self.reload.as_ref().ok_or(ReloadError::Disabled)?;
+        if source.baked_only {
+            return Err(ReloadError::BakedOnly);
+        }
+        let path = source.config.as_deref().ok_or(ReloadError::NoConfig)?;
+        let loaded =
+            backend::load(Some(path), false).map_err(|e| ReloadError::Compile(e.to_string()))?;
+        if loaded.settings != self.settings {
+            tracing::warn!(
+                "settings in {} changed; only rules are reloaded, settings need a restart",
+                path.display()
+            );
+        }
+        let previous = self.engine().program().fingerprint.clone();
+        self.reload_store(loaded.engine.program())?;
+        let next = RulesInForce::new(loaded.engine);
+        let p = next.engine.program();
+        let out = Reloaded {
+            previous_fingerprint: previous,
+            rules_fingerprint: p.fingerprint.clone(),
+            backend: next.engine.backend().as_str(),
+            evaluators: p.evaluators.len(),
+            rules: p.rules.len(),
+        };
+        self.current.store(Arc::new(next));
+        Ok(out)
+    }
+
+    /// Gives the side-store the new program's SQL rules (keeping its
+    /// windows), or opens one if the rules now have SQL rules and there was
+    /// none.
+    fn reload_store(&self, program: &parallax_runtime::Program) -> Result<(), ReloadError> {
+        match self.store.load_full() {
+            Some(store) => store
+                .load_rules_blocking(program)
+                .map_err(|e| ReloadError::Store(e.to_string())),
+            None => {
+                let opened =
+                    parallax_store::open_for(program, &self.settings.state, self.clock.clone())
+                        .map_err(|e| ReloadError::Store(e.to_string()))?;
+                self.store.store(opened.map(Arc::new));
+                Ok(())
+            }
+        }
+    }
+}

@@ -1,0 +1,35 @@
+//! The rules in force: one engine and the scratch memory sized for it,
+//! swapped whole on reload so a request never mixes two rule sets.
+
+use parallax_runtime::{Engine, Scratch};
+use std::sync::{Arc, Mutex};
+
+pub struct RulesInForce {
+    pub engine: Arc<Engine>,
+    /// Scratch memory for this engine, reused across requests: an
+    /// evaluation then allocates nothing in the engine itself.
+    scratch: Mutex<Vec<Scratch>>,
+}
+
+impl RulesInForce {
+    pub fn new(engine: Engine) -> RulesInForce {
+        RulesInForce {
+            engine: Arc::new(engine),
+            scratch: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// A scratch from the pool, or a new one.
+    pub fn take_scratch(&self) -> Scratch {
+        let pooled = self.scratch.lock().ok().and_then(|mut p| p.pop());
+        pooled.unwrap_or_else(|| self.engine.new_scratch())
+    }
+
+    /// Returns a scratch to the pool (never one an evaluation panicked
+    /// with: the caller drops those).
+    pub fn put_scratch(&self, s: Scratch) {
+        if let Ok(mut p) = self.scratch.lock() {
+            p.push(s);
+        }
+    }
+}

@@ -1,0 +1,69 @@
+//! The operator's endpoints: `GET /health`, `GET /metrics` and
+//! `POST /admin/reload`.
+
+use super::response::{error, json_response, Body};
+use crate::decision::{DecisionService, ReloadError};
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::header::{HeaderValue, CONTENT_TYPE};
+use hyper::{Response, StatusCode};
+use serde_json::json;
+use std::sync::Arc;
+
+pub fn health(service: &DecisionService) -> Response<Body> {
+    let engine = service.engine();
+    let p = engine.program();
+    let body = json!({
+        "status": "ok",
+        "mode": if service.settings.server.monitor { "monitor" } else { "enforce" },
+        "evaluators": p.evaluators.len(),
+        "rules": p.rules.len(),
+        "version": env!("CARGO_PKG_VERSION"),
+        "backend": engine.backend().as_str(),
+        "rules_fingerprint": p.fingerprint,
+    });
+    json_response(StatusCode::OK, body.to_string().into_bytes())
+}
+
+pub async fn metrics(service: &DecisionService) -> Response<Body> {
+    let mut text = service.metrics.render();
+    if let Some(store) = service.store() {
+        if let Ok(rows) = store.row_count().await {
+            text.push_str(
+                "# HELP parallax_sql_store_rows Events in the SQL side-store's window.\n\
+                 # TYPE parallax_sql_store_rows gauge\n",
+            );
+            text.push_str(&format!("parallax_sql_store_rows {rows}\n"));
+        }
+    }
+    let mut r = Response::new(Full::new(Bytes::from(text)));
+    r.headers_mut().insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+    );
+    r
+}
+
+pub async fn reload(service: &Arc<DecisionService>) -> Response<Body> {
+    let s = service.clone();
+    let result = match tokio::task::spawn_blocking(move || s.reload()).await {
+        Ok(r) => r,
+        Err(e) => Err(ReloadError::Compile(format!("the reload task failed: {e}"))),
+    };
+    match result {
+        Ok(r) => json_response(
+            StatusCode::OK,
+            json!({"status": "reloaded", "reload": r})
+                .to_string()
+                .into_bytes(),
+        ),
+        Err(e @ (ReloadError::BakedOnly | ReloadError::NoConfig | ReloadError::Disabled)) => {
+            error(StatusCode::CONFLICT, "reload_refused", e.to_string())
+        }
+        Err(e) => error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "reload_failed",
+            e.to_string(),
+        ),
+    }
+}

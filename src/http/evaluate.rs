@@ -1,0 +1,75 @@
+//! `POST /evaluate`: a JSON event in, the decision out. A thin translation:
+//! the body is read within limits, parsed and checked into an [`Event`],
+//! and handed to the decision service; the report is the response.
+
+use super::body;
+use super::json_limits;
+use super::response::{error, json_response, Body};
+use crate::decision::{DecisionService, Door, Origin};
+use hyper::body::Incoming;
+use hyper::{Request, Response, StatusCode};
+use parallax_runtime::{Event, EventError};
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::Instant;
+
+pub async fn evaluate(req: Request<Incoming>, service: &DecisionService) -> Response<Body> {
+    let server = &service.settings.server;
+    let body = match body::read_json(req, server, &service.metrics).await {
+        Ok(b) => b,
+        Err(response) => return response,
+    };
+    let started = Instant::now();
+    let event = match parse_event(&body, server.max_json_depth, server.max_string_bytes) {
+        Ok(e) => e,
+        Err((code, message)) => {
+            if code == "limit_exceeded" {
+                service.metrics.rejected_requests.fetch_add(1, Relaxed);
+            }
+            return error(StatusCode::BAD_REQUEST, code, message);
+        }
+    };
+    let report = service
+        .decide_async(event, &Origin::door(Door::Http), started)
+        .await;
+    match serde_json::to_vec(&report) {
+        Ok(body) => json_response(StatusCode::OK, body),
+        Err(e) => error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            format!("could not encode the verdict: {e}"),
+        ),
+    }
+}
+
+/// A body as an event, or the error code (`malformed_json`,
+/// `limit_exceeded`, `invalid_event`) and a message naming the problem.
+pub fn parse_event(
+    body: &[u8],
+    max_depth: usize,
+    max_string: usize,
+) -> Result<Event, (&'static str, String)> {
+    if let Err(e) = std::str::from_utf8(body) {
+        return Err((
+            "malformed_json",
+            format!(
+                "malformed JSON: the body is not valid UTF-8 (byte {})",
+                e.valid_up_to()
+            ),
+        ));
+    }
+    let value: serde_json::Value = serde_json::from_slice(body).map_err(|e| {
+        (
+            "malformed_json",
+            EventError::Json(e.to_string()).to_string(),
+        )
+    })?;
+    json_limits::check(&value, max_depth, max_string)
+        .map_err(|e| ("limit_exceeded", e.to_string()))?;
+    Event::from_value(value).map_err(|e| {
+        let code = match e {
+            EventError::Json(_) => "malformed_json",
+            _ => "invalid_event",
+        };
+        (code, e.to_string())
+    })
+}

@@ -1,0 +1,93 @@
+//! The HTTP API (hyper 1, HTTP/1.1): `POST /evaluate`, `GET /health`,
+//! `GET /metrics` and `POST /admin/reload`.
+//!
+//! A front door, nothing more: it reads and checks requests and hands
+//! events to the [`DecisionService`]. Every failure is a JSON
+//! `{"error": {"code", "message"}}` with the status that says whose fault it
+//! is; no input reaches a panic. The connection loop bounds connections
+//! (`server.max_connections`) and the time a client gets to send its head.
+
+pub mod admin;
+pub mod auth;
+pub mod body;
+pub mod evaluate;
+pub mod json_limits;
+pub mod response;
+pub mod router;
+
+use crate::decision::DecisionService;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+
+/// How long shutdown waits for in-flight requests.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Accepts connections on `listener` until `shutdown` resolves, then stops
+/// accepting, lets in-flight requests finish (bounded by a drain timeout),
+/// and flushes the audit log and webhook queue.
+pub async fn serve(
+    listener: TcpListener,
+    service: Arc<DecisionService>,
+    shutdown: impl Future<Output = ()>,
+) {
+    tokio::pin!(shutdown);
+    let server = &service.settings.server;
+    let permits = Arc::new(tokio::sync::Semaphore::new(server.max_connections.max(1)));
+    let graceful = GracefulShutdown::new();
+    let mut builder = http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(Duration::from_millis(server.request_timeout_ms.max(1)))
+        // hyper answers 431 itself past this (it requires at least 8 KiB);
+        // below it, `handle` answers with a JSON 431.
+        .max_buf_size((server.max_header_bytes * 2).max(8192));
+    loop {
+        // At most max_connections served at once: further clients wait in
+        // the kernel's accept queue instead of exhausting memory or fds.
+        let permit = tokio::select! {
+            p = permits.clone().acquire_owned() => match p {
+                Ok(p) => p,
+                Err(_) => break,
+            },
+            _ = &mut shutdown => break,
+        };
+        tokio::select! {
+            accepted = listener.accept() => {
+                let stream = match accepted {
+                    Ok((stream, _)) => stream,
+                    Err(e) => {
+                        // Out of file descriptors and the like: back off
+                        // instead of spinning.
+                        tracing::warn!(error = %e, "accept failed");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                };
+                let service = service.clone();
+                let svc = service_fn(move |req| router::handle(req, service.clone()));
+                let conn = graceful.watch(builder.serve_connection(TokioIo::new(stream), svc));
+                tokio::spawn(async move {
+                    if let Err(e) = conn.await {
+                        tracing::debug!(error = %e, "connection ended with an error");
+                    }
+                    drop(permit);
+                });
+            }
+            _ = &mut shutdown => break,
+        }
+    }
+    drop(listener);
+    if tokio::time::timeout(DRAIN_TIMEOUT, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::warn!("in-flight requests did not finish within {DRAIN_TIMEOUT:?}");
+    }
+    service.close().await;
+}

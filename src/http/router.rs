@@ -1,0 +1,72 @@
+//! One request to its endpoint: the head-size limit, bearer auth (every
+//! endpoint but `/health`), then the route table. Unknown paths and wrong
+//! methods get JSON errors naming what is served.
+
+use super::response::{error, method_not_allowed, Body};
+use super::{admin, auth, evaluate};
+use crate::decision::DecisionService;
+use hyper::body::Incoming;
+use hyper::header::{HeaderValue, WWW_AUTHENTICATE};
+use hyper::{Method, Request, Response, StatusCode};
+use std::convert::Infallible;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+
+pub async fn handle(
+    req: Request<Incoming>,
+    service: Arc<DecisionService>,
+) -> Result<Response<Body>, Infallible> {
+    let server = &service.settings.server;
+    let head_bytes: usize = req
+        .headers()
+        .iter()
+        .map(|(k, v)| k.as_str().len() + v.len() + 4)
+        .sum::<usize>()
+        + req.uri().to_string().len();
+    if head_bytes > server.max_header_bytes {
+        service.metrics.rejected_requests.fetch_add(1, Relaxed);
+        return Ok(error(
+            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+            "headers_too_large",
+            format!(
+                "the request head is {head_bytes} bytes, more than server.max_header_bytes ({})",
+                server.max_header_bytes
+            ),
+        ));
+    }
+    let path = req.uri().path();
+    if path != "/health" {
+        if let Some(token) = &server.auth_token {
+            if !auth::authorized(req.headers(), token) {
+                service.metrics.unauthorized.fetch_add(1, Relaxed);
+                let mut r = error(
+                    StatusCode::UNAUTHORIZED,
+                    "unauthorized",
+                    "this endpoint requires `Authorization: Bearer <token>` (server.auth_token)"
+                        .into(),
+                );
+                r.headers_mut()
+                    .insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+                return Ok(r);
+            }
+        }
+    }
+    let response = match (req.method(), path) {
+        (&Method::GET | &Method::HEAD, "/health") => admin::health(&service),
+        (&Method::POST, "/evaluate") => evaluate::evaluate(req, &service).await,
+        (&Method::GET, "/metrics") => admin::metrics(&service).await,
+        (&Method::POST, "/admin/reload") => admin::reload(&service).await,
+        (_, "/health") => method_not_allowed("GET, HEAD"),
+        (_, "/metrics") => method_not_allowed("GET"),
+        (_, "/evaluate") | (_, "/admin/reload") => method_not_allowed("POST"),
+        (_, path) => error(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            format!(
+                "no such endpoint `{path}` (try POST /evaluate, GET /health, GET /metrics, \
+                 POST /admin/reload)"
+            ),
+        ),
+    };
+    Ok(response)
+}

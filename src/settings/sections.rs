@@ -1,0 +1,242 @@
+//! The front doors' settings: `server:`, `reporting:` and `proxy:` in
+//! `parallax.yaml`, typed and checked here, in the binary that serves them.
+//!
+//! The compiler carries these sections through as written
+//! ([`parallax_runtime::FrontDoorSections`]), so the runtime crate does not
+//! grow with each front door; this module turns them into types, naming the
+//! key of the first problem (`server.port: invalid type: ...`). `build.rs`
+//! includes this file too, so a baked config with a bad section fails the
+//! build, not the first start. It therefore uses nothing of the crate
+//! around it: only serde and the runtime's types.
+
+use parallax_runtime::{Action, FailMode, ProgramSettings, StateSettings, FRONT_DOOR_KEYS};
+use serde::{Deserialize, Serialize};
+
+/// Every setting the binary runs with.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Settings {
+    pub server: ServerSettings,
+    pub reporting: ReportingSettings,
+    pub proxy: ProxySettings,
+    /// The SQL rules' side-store (typed by the runtime, which opens it).
+    pub state: StateSettings,
+}
+
+impl Settings {
+    /// The settings `program` carries: its side-store settings, and its
+    /// front-door sections parsed strictly. Every problem is listed, one
+    /// message each, naming the key.
+    pub fn from_program(program: &ProgramSettings) -> Result<Settings, Vec<String>> {
+        let mut settings = Settings {
+            state: program.state.clone(),
+            ..Settings::default()
+        };
+        let mut problems = Vec::new();
+        for key in program.front_doors.keys() {
+            if !FRONT_DOOR_KEYS.contains(&key.as_str()) {
+                problems.push(format!("`{key}` is not a front-door section"));
+            }
+        }
+        let sections = &program.front_doors;
+        if let Some(v) = sections.get("server") {
+            parse_section("server", v, &mut settings.server, &mut problems);
+        }
+        if let Some(v) = sections.get("reporting") {
+            parse_section("reporting", v, &mut settings.reporting, &mut problems);
+        }
+        if let Some(v) = sections.get("proxy") {
+            parse_section("proxy", v, &mut settings.proxy, &mut problems);
+        }
+        if settings.proxy.enabled {
+            problems.push(
+                "proxy.enabled: the model-API proxy is not built yet, so it cannot be \
+                 enabled; remove `proxy.enabled: true` (the other proxy keys are checked \
+                 and kept)"
+                    .into(),
+            );
+        }
+        if problems.is_empty() {
+            Ok(settings)
+        } else {
+            Err(problems)
+        }
+    }
+}
+
+/// Parses one section into `out`, or adds a message naming the key path
+/// that is wrong.
+fn parse_section<T: serde::de::DeserializeOwned>(
+    name: &str,
+    value: &serde_json::Value,
+    out: &mut T,
+    problems: &mut Vec<String>,
+) {
+    match serde_path_to_error::deserialize::<_, T>(value) {
+        Ok(v) => *out = v,
+        Err(e) => {
+            let path = e.path().to_string();
+            let at = if path == "." || path.is_empty() {
+                name.to_string()
+            } else {
+                format!("{name}.{path}")
+            };
+            problems.push(format!("{at}: {}", e.into_inner()));
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerSettings {
+    /// Loopback by default: exposing a security engine is a decision.
+    pub host: String,
+    pub port: u16,
+    /// Largest accepted request body; larger bodies get 413.
+    pub max_body_bytes: usize,
+    /// Bearer token every endpoint but `/health` requires (the environment
+    /// variable `PARALLAX_AUTH_TOKEN` overrides it). `None`: no auth.
+    pub auth_token: Option<String>,
+    /// Largest accepted request head (request line plus headers).
+    pub max_header_bytes: usize,
+    /// Time a client gets to send its request head and body.
+    pub request_timeout_ms: u64,
+    /// Connections served at once; more wait in the accept queue.
+    pub max_connections: usize,
+    /// Deepest JSON nesting accepted in an event.
+    pub max_json_depth: usize,
+    /// Longest string (bytes) accepted anywhere in an event.
+    pub max_string_bytes: usize,
+    /// The verdict when evaluation itself fails.
+    pub fail_mode: FailMode,
+    /// Every rule in monitor mode: verdicts are computed and logged, but
+    /// the returned action is at most `detect`.
+    pub monitor: bool,
+}
+
+impl Default for ServerSettings {
+    fn default() -> Self {
+        ServerSettings {
+            host: "127.0.0.1".into(),
+            port: 9920,
+            max_body_bytes: 1024 * 1024,
+            auth_token: None,
+            max_header_bytes: 16 * 1024,
+            request_timeout_ms: 10_000,
+            max_connections: 1024,
+            max_json_depth: 64,
+            max_string_bytes: 512 * 1024,
+            fail_mode: FailMode::Closed,
+            monitor: false,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ReportingSettings {
+    /// JSON-lines audit log.
+    pub log_file: Option<String>,
+    pub webhook_url: Option<String>,
+    /// Verdicts that trigger the webhook.
+    pub webhook_events: Vec<Action>,
+    /// Log `allow` verdicts with no matched rule too.
+    pub log_allows: bool,
+    /// Longest time a written audit line waits in the writer's buffer.
+    pub flush_ms: u64,
+    /// When the audit writer asks the OS to put lines on disk.
+    pub fsync: FsyncPolicy,
+    /// Rotate the audit log when it would grow past this size (0: never).
+    pub max_bytes: u64,
+    /// Rotated audit logs kept (`log.1` … `log.N`).
+    pub keep: usize,
+    /// Audit lines waiting for the writer, at most.
+    pub queue_size: usize,
+    /// What a request does when the audit queue is full.
+    pub on_full: OnFull,
+    /// HMAC-SHA256 key signing webhook bodies.
+    pub webhook_secret: Option<String>,
+    pub webhook_format: WebhookFormat,
+    /// Time one webhook attempt may take.
+    pub webhook_timeout_ms: u64,
+    /// Retries after the first failed attempt.
+    pub webhook_retries: u32,
+    /// Webhook notifications waiting to be sent, at most.
+    pub webhook_queue_size: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FsyncPolicy {
+    /// Leave it to the OS.
+    Never,
+    /// After every flush (every `flush_ms` at most).
+    #[default]
+    Flush,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnFull {
+    /// Drop the line, count it in metrics and warn.
+    #[default]
+    Drop,
+    /// Make the request wait for room (back-pressure).
+    Block,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WebhookFormat {
+    /// The audit record as JSON.
+    #[default]
+    Json,
+    /// A Slack incoming-webhook message.
+    Slack,
+}
+
+impl Default for ReportingSettings {
+    fn default() -> Self {
+        ReportingSettings {
+            log_file: None,
+            webhook_url: None,
+            webhook_events: vec![Action::Block],
+            log_allows: true,
+            flush_ms: 200,
+            fsync: FsyncPolicy::Flush,
+            max_bytes: 100 * 1024 * 1024,
+            keep: 5,
+            queue_size: 8192,
+            on_full: OnFull::Drop,
+            webhook_secret: None,
+            webhook_format: WebhookFormat::Json,
+            webhook_timeout_ms: 5_000,
+            webhook_retries: 4,
+            webhook_queue_size: 1024,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ProxySettings {
+    pub enabled: bool,
+    pub host: String,
+    pub port: u16,
+    /// Upstream base URL for Anthropic-format requests.
+    pub anthropic_upstream: Option<String>,
+    /// Upstream base URL for OpenAI-format requests.
+    pub openai_upstream: Option<String>,
+}
+
+impl Default for ProxySettings {
+    fn default() -> Self {
+        ProxySettings {
+            enabled: false,
+            host: "127.0.0.1".into(),
+            port: 9921,
+            anthropic_upstream: None,
+            openai_upstream: None,
+        }
+    }
+}
