@@ -13,10 +13,11 @@ pub fn default_stages(engine: EngineKind) -> Vec<Stage> {
         EngineKind::Regex => vec![Stage::ToolBefore, Stage::ToolAfter],
         EngineKind::Pattern => vec![Stage::ToolBefore],
         EngineKind::Cel => vec![Stage::ToolBefore],
-        // Sigma's log sources are process creation, file and network
-        // events: what a tool call is about to do. `logsource: {product:
-        // agent, category: <stage>}` picks another stage per rule.
-        EngineKind::Sigma => vec![Stage::ToolBefore],
+        // Like regex: a Sigma rule may be written for what a tool call is
+        // about to do or for what it returned, and one for a tool result
+        // must not silently never run. `logsource: {product: agent,
+        // category: <stage>}` narrows a rule to exactly one stage.
+        EngineKind::Sigma => vec![Stage::ToolBefore, Stage::ToolAfter],
         EngineKind::Sql => vec![Stage::ToolBefore],
         // Each ATR rule runs at the stages of the fields it reads.
         EngineKind::Atr => Vec::new(),
