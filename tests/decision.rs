@@ -168,7 +168,11 @@ fn http_eval_and_the_library_decide_alike() {
         .iter()
         .map(|d| d["action"].as_str().unwrap())
         .collect();
-    assert_eq!(actions, ["allow", "redact", "block", "redact"], "{over_http:?}");
+    assert_eq!(
+        actions,
+        ["allow", "redact", "block", "redact"],
+        "{over_http:?}"
+    );
     let blocked = &over_http[2];
     assert!(blocked.get("redacted_event").is_none(), "{blocked}");
     assert!(blocked.get("redacted").is_none(), "{blocked}");
@@ -224,7 +228,7 @@ fn a_bad_front_door_setting_names_its_key() {
     let config = dir.join("parallax.yaml");
     std::fs::write(
         &config,
-        "server:\n  port: many\nreporting:\n  webhook_evnts: [block]\n",
+        "server:\n  port: many\nreporting:\n  webhook_evnts: [block]\nproxy:\n  prot: 80\n",
     )
     .unwrap();
     let e = match parallax::backend::load(Some(&config), false) {
@@ -233,4 +237,9 @@ fn a_bad_front_door_setting_names_its_key() {
     };
     assert!(e.contains("server.port: invalid type"), "{e}");
     assert!(e.contains("unknown field `webhook_evnts`"), "{e}");
+    assert!(
+        e.contains("proxy") && e.contains("unknown field `prot`"),
+        "{e}"
+    );
+    assert!(e.contains(&config.display().to_string()), "{e}");
 }
