@@ -3,6 +3,7 @@
 //!
 //! - [`decision`]: the decision service every front door calls;
 //! - [`http`]: the HTTP API, a front door;
+//! - [`proxy`]: the model-API proxy, a front door on the same listener;
 //! - [`backend`]: choosing the baked or the dynamic rules;
 //! - [`settings`]: the front doors' settings, typed and checked;
 //! - [`audit`], [`webhook`], [`metrics`]: where decisions are recorded;
@@ -17,6 +18,7 @@ pub mod cli;
 pub mod decision;
 pub mod http;
 pub mod metrics;
+pub mod proxy;
 pub mod rules_catalogue;
 pub mod settings;
 pub mod webhook;

@@ -204,22 +204,26 @@ fn http_eval_and_the_library_decide_alike() {
 }
 
 #[test]
-fn proxy_enabled_is_refused_until_the_proxy_exists() {
+fn a_bad_proxy_upstream_is_named_by_lint() {
     let dir = temp_dir("decision-proxy");
     let config = dir.join("parallax.yaml");
-    std::fs::write(&config, "proxy:\n  enabled: true\n").unwrap();
+    std::fs::write(
+        &config,
+        "proxy:\n  enabled: true\n  anthropic_upstream: ftp://example\n",
+    )
+    .unwrap();
     let e = match parallax::backend::load(Some(&config), false) {
-        Ok(_) => panic!("proxy.enabled: true was accepted"),
+        Ok(_) => panic!("an ftp upstream was accepted"),
         Err(e) => e.to_string(),
     };
-    assert!(e.contains("proxy.enabled"), "{e}");
+    assert!(e.contains("proxy.anthropic_upstream"), "{e}");
     let out = Command::new(env!("CARGO_BIN_EXE_parallax"))
         .args(["lint", "-c"])
         .arg(&config)
         .output()
         .expect("run parallax lint");
     assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("proxy.enabled"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("proxy.anthropic_upstream"));
 }
 
 #[test]

@@ -47,6 +47,11 @@ pub enum Command {
         /// (`would_block`) but the returned action is at most `detect`.
         #[arg(long)]
         monitor: bool,
+        /// `proxy` also serves the model-API proxy (`/anthropic/...`,
+        /// `/openai/...`) on the same listener, as `proxy.enabled: true`
+        /// does; `api` (the default) serves what the config says.
+        #[arg(long, value_enum, default_value = "api")]
+        mode: serve::Mode,
     },
     /// Evaluate JSON events, one per line, printing one verdict per line.
     /// Audit log lines are accepted too: their `event` is evaluated and the
@@ -132,6 +137,7 @@ pub fn run(cli: Cli) -> ExitCode {
             log_level,
             baked_only,
             monitor,
+            mode,
         } => serve::run(serve::Options {
             config,
             host,
@@ -139,6 +145,7 @@ pub fn run(cli: Cli) -> ExitCode {
             log_level,
             baked_only,
             monitor,
+            mode,
         }),
         Command::Eval {
             config,

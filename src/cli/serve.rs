@@ -6,13 +6,24 @@ use super::{fail, init_logging};
 use crate::audit::AuditLog;
 use crate::backend;
 use crate::decision::{DecisionService, ReloadSource};
+use crate::http::router::Doors;
 use crate::http::{self, auth};
 use crate::metrics::Metrics;
+use crate::proxy::Proxy;
 use crate::webhook::Webhook;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
+
+/// What `serve` serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Mode {
+    /// The API (and the proxy if `proxy.enabled` says so).
+    Api,
+    /// The API and the model-API proxy.
+    Proxy,
+}
 
 pub struct Options {
     pub config: Option<PathBuf>,
@@ -21,6 +32,7 @@ pub struct Options {
     pub log_level: String,
     pub baked_only: bool,
     pub monitor: bool,
+    pub mode: Mode,
 }
 
 pub fn run(opts: Options) -> ExitCode {
@@ -47,6 +59,7 @@ pub fn run(opts: Options) -> ExitCode {
         return fail(p);
     }
     settings.server.monitor |= opts.monitor;
+    settings.proxy.enabled |= opts.mode == Mode::Proxy;
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -116,9 +129,23 @@ pub fn run(opts: Options) -> ExitCode {
             load_ms = format!("{:.1}", load_ms),
             "parallax listening"
         );
+        let mut doors = Doors::default();
+        if settings.proxy.enabled {
+            match Proxy::new(&settings.proxy) {
+                Ok(p) => {
+                    tracing::info!(
+                        anthropic = %settings.proxy.anthropic_upstream,
+                        openai = %settings.proxy.openai_upstream,
+                        "model-API proxy on /anthropic and /openai"
+                    );
+                    doors.proxy = Some(Arc::new(p));
+                }
+                Err(e) => return fail(e),
+            }
+        }
         let state = Arc::new(state);
         tokio::spawn(reload_on_sighup(state.clone()));
-        http::serve(listener, state, shutdown_signal()).await;
+        http::serve_doors(listener, state, doors, shutdown_signal()).await;
         tracing::info!("shut down");
         ExitCode::SUCCESS
     })

@@ -14,17 +14,20 @@ pub enum Door {
     Eval,
     /// Called in-process through the library (embedders, tests).
     Library,
+    /// The model-API proxy (`/anthropic/...`, `/openai/...`).
+    Proxy,
 }
 
 impl Door {
     /// Every door, in the order metrics list them.
-    pub const ALL: [Door; 3] = [Door::Http, Door::Eval, Door::Library];
+    pub const ALL: [Door; 4] = [Door::Http, Door::Eval, Door::Library, Door::Proxy];
 
     pub fn as_str(self) -> &'static str {
         match self {
             Door::Http => "http",
             Door::Eval => "eval",
             Door::Library => "library",
+            Door::Proxy => "proxy",
         }
     }
 
@@ -34,6 +37,7 @@ impl Door {
             Door::Http => 0,
             Door::Eval => 1,
             Door::Library => 2,
+            Door::Proxy => 3,
         }
     }
 }

@@ -1,10 +1,8 @@
 //! The operator's endpoints: `GET /health`, `GET /metrics` and
 //! `POST /admin/reload`.
 
-use super::response::{error, json_response, Body};
+use super::response::{error, full, json_response, Body};
 use crate::decision::{DecisionService, ReloadError};
-use bytes::Bytes;
-use http_body_util::Full;
 use hyper::header::{HeaderValue, CONTENT_TYPE};
 use hyper::{Response, StatusCode};
 use serde_json::json;
@@ -36,7 +34,7 @@ pub async fn metrics(service: &DecisionService) -> Response<Body> {
             text.push_str(&format!("parallax_sql_store_rows {rows}\n"));
         }
     }
-    let mut r = Response::new(Full::new(Bytes::from(text)));
+    let mut r = Response::new(full(text));
     r.headers_mut().insert(
         CONTENT_TYPE,
         HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),

@@ -36,6 +36,16 @@ pub async fn serve(
     service: Arc<DecisionService>,
     shutdown: impl Future<Output = ()>,
 ) {
+    serve_doors(listener, service, router::Doors::default(), shutdown).await
+}
+
+/// [`serve`] with more front doors on the same listener (the proxy).
+pub async fn serve_doors(
+    listener: TcpListener,
+    service: Arc<DecisionService>,
+    doors: router::Doors,
+    shutdown: impl Future<Output = ()>,
+) {
     tokio::pin!(shutdown);
     let server = &service.settings.server;
     let permits = Arc::new(tokio::sync::Semaphore::new(server.max_connections.max(1)));
@@ -59,8 +69,8 @@ pub async fn serve(
         };
         tokio::select! {
             accepted = listener.accept() => {
-                let stream = match accepted {
-                    Ok((stream, _)) => stream,
+                let (stream, peer) = match accepted {
+                    Ok((stream, peer)) => (stream, peer),
                     Err(e) => {
                         // Out of file descriptors and the like: back off
                         // instead of spinning.
@@ -70,7 +80,10 @@ pub async fn serve(
                     }
                 };
                 let service = service.clone();
-                let svc = service_fn(move |req| router::handle(req, service.clone()));
+                let doors = doors.clone();
+                let svc = service_fn(move |req| {
+                    router::handle(req, service.clone(), doors.clone(), Some(peer))
+                });
                 let conn = graceful.watch(builder.serve_connection(TokioIo::new(stream), svc));
                 tokio::spawn(async move {
                     if let Err(e) = conn.await {

@@ -5,16 +5,27 @@
 use super::response::{error, method_not_allowed, Body};
 use super::{admin, auth, evaluate};
 use crate::decision::DecisionService;
+use crate::proxy::Proxy;
 use hyper::body::Incoming;
 use hyper::header::{HeaderValue, WWW_AUTHENTICATE};
 use hyper::{Method, Request, Response, StatusCode};
 use std::convert::Infallible;
+use std::net::SocketAddr;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
+
+/// The front doors a connection can reach besides the API itself.
+#[derive(Clone, Default)]
+pub struct Doors {
+    /// The model-API proxy, when enabled.
+    pub proxy: Option<Arc<Proxy>>,
+}
 
 pub async fn handle(
     req: Request<Incoming>,
     service: Arc<DecisionService>,
+    doors: Doors,
+    peer: Option<SocketAddr>,
 ) -> Result<Response<Body>, Infallible> {
     let server = &service.settings.server;
     let head_bytes: usize = req
@@ -50,6 +61,9 @@ pub async fn handle(
                 return Ok(r);
             }
         }
+    }
+    if let Some(proxy) = doors.proxy.filter(|_| crate::proxy::is_proxy_path(path)) {
+        return Ok(crate::proxy::handle(req, service, proxy, peer).await);
     }
     let response = match (req.method(), path) {
         (&Method::GET | &Method::HEAD, "/health") => admin::health(&service),

@@ -43,6 +43,42 @@ pub fn problems(s: &Settings) -> Vec<String> {
             out.push(format!("{name} must be at least 1"));
         }
     }
+    for (name, url) in [
+        ("proxy.anthropic_upstream", &s.proxy.anthropic_upstream),
+        ("proxy.openai_upstream", &s.proxy.openai_upstream),
+    ] {
+        if let Err(e) = crate::proxy::upstream::parse_base(url) {
+            out.push(format!("{name}: {e}"));
+        }
+    }
+    if s.proxy
+        .session_header
+        .parse::<hyper::header::HeaderName>()
+        .is_err()
+    {
+        out.push(format!(
+            "proxy.session_header: `{}` is not a valid header name",
+            s.proxy.session_header
+        ));
+    }
+    for (name, v) in [
+        ("proxy.connect_timeout_ms", s.proxy.connect_timeout_ms),
+        ("proxy.response_timeout_ms", s.proxy.response_timeout_ms),
+        (
+            "proxy.stream_idle_timeout_ms",
+            s.proxy.stream_idle_timeout_ms,
+        ),
+        ("proxy.keepalive_ms", s.proxy.keepalive_ms),
+        ("proxy.max_request_bytes", s.proxy.max_request_bytes as u64),
+        (
+            "proxy.max_response_bytes",
+            s.proxy.max_response_bytes as u64,
+        ),
+    ] {
+        if v == 0 {
+            out.push(format!("{name} must be at least 1"));
+        }
+    }
     if s.server.request_timeout_ms == 0 {
         out.push("server.request_timeout_ms must be at least 1".into());
     }

@@ -48,14 +48,6 @@ impl Settings {
         if let Some(v) = sections.get("proxy") {
             parse_section("proxy", v, &mut settings.proxy, &mut problems);
         }
-        if settings.proxy.enabled {
-            problems.push(
-                "proxy.enabled: the model-API proxy is not built yet, so it cannot be \
-                 enabled; remove `proxy.enabled: true` (the other proxy keys are checked \
-                 and kept)"
-                    .into(),
-            );
-        }
         if problems.is_empty() {
             Ok(settings)
         } else {
@@ -217,26 +209,54 @@ impl Default for ReportingSettings {
     }
 }
 
+/// The model-API proxy (`proxy:`), served on the API's own listener under
+/// `/anthropic/...` and `/openai/...` (docs/PROXY.md).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ProxySettings {
+    /// Serve the proxy routes (`serve --mode proxy` sets it too).
     pub enabled: bool,
-    pub host: String,
-    pub port: u16,
-    /// Upstream base URL for Anthropic-format requests.
-    pub anthropic_upstream: Option<String>,
-    /// Upstream base URL for OpenAI-format requests.
-    pub openai_upstream: Option<String>,
+    /// Where `/anthropic/...` goes: `/anthropic/v1/messages` becomes
+    /// `<anthropic_upstream>/v1/messages`.
+    pub anthropic_upstream: String,
+    /// Where `/openai/...` goes: `/openai/v1/responses` becomes
+    /// `<openai_upstream>/v1/responses`.
+    pub openai_upstream: String,
+    /// A request header naming the session (the SQL rules' window key);
+    /// without it the session comes from the request body where the API
+    /// has one, else from the client connection.
+    pub session_header: String,
+    /// Time to open a connection to the upstream (TCP and TLS).
+    pub connect_timeout_ms: u64,
+    /// Time to the upstream's response head; a model may think for a while.
+    pub response_timeout_ms: u64,
+    /// Longest silence inside a streamed upstream response.
+    pub stream_idle_timeout_ms: u64,
+    /// Pooled upstream connections idle longer than this are closed.
+    pub pool_idle_timeout_ms: u64,
+    /// Largest model request body read (history included).
+    pub max_request_bytes: usize,
+    /// Largest non-streamed model response read.
+    pub max_response_bytes: usize,
+    /// While a streamed tool call is held for its verdict, a keep-alive
+    /// (Anthropic `ping`, an SSE comment for OpenAI) goes out this often.
+    pub keepalive_ms: u64,
 }
 
 impl Default for ProxySettings {
     fn default() -> Self {
         ProxySettings {
             enabled: false,
-            host: "127.0.0.1".into(),
-            port: 9921,
-            anthropic_upstream: None,
-            openai_upstream: None,
+            anthropic_upstream: "https://api.anthropic.com".into(),
+            openai_upstream: "https://api.openai.com".into(),
+            session_header: "x-parallax-session".into(),
+            connect_timeout_ms: 10_000,
+            response_timeout_ms: 600_000,
+            stream_idle_timeout_ms: 300_000,
+            pool_idle_timeout_ms: 90_000,
+            max_request_bytes: 32 * 1024 * 1024,
+            max_response_bytes: 32 * 1024 * 1024,
+            keepalive_ms: 5_000,
         }
     }
 }
