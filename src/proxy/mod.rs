@@ -401,6 +401,7 @@ async fn model_call(
         let timing = StreamTiming {
             idle: Duration::from_millis(proxy.settings.stream_idle_timeout_ms),
             keepalive: Duration::from_millis(proxy.settings.keepalive_ms),
+            max_event_bytes: proxy.settings.max_response_bytes,
         };
         let mut out = Response::new(stream::rewrite(rbody, rewriter, inspector, timing));
         *out.status_mut() = rparts.status;

@@ -73,6 +73,8 @@ pub struct StreamTiming {
     pub idle: Duration,
     /// Keep-alive period while a tool call is held.
     pub keepalive: Duration,
+    /// Largest line or event accepted from the upstream.
+    pub max_event_bytes: usize,
 }
 
 /// Starts rewriting `upstream` and returns the body the client reads.
@@ -106,7 +108,7 @@ async fn run(
     timing: StreamTiming,
     tx: mpsc::Sender<Bytes>,
 ) {
-    let mut parser = SseParser::new();
+    let mut parser = SseParser::with_limit(timing.max_event_bytes);
     let mut items = Vec::new();
     let mut out = Vec::new();
     let mut keepalive = tokio::time::interval(timing.keepalive);
@@ -182,7 +184,14 @@ async fn run(
             }
         }
     }
+    let truncated = parser.has_pending();
     parser.finish(&mut items);
     rw.finish(&mut out);
+    if truncated {
+        // The upstream stopped inside an event: whatever it was is not
+        // forwarded, and the client is told the stream is incomplete.
+        tracing::warn!("the upstream stream ended inside an event");
+        out.push(rw.error_event("the upstream stream ended inside an event"));
+    }
     let _ = send(&tx, &mut out).await;
 }

@@ -3,7 +3,6 @@
 #![allow(dead_code)]
 
 use parallax::decision::DecisionService;
-use parallax::http::serve;
 use parallax::metrics::Metrics;
 use serde_json::Value;
 use std::io::{Read, Write};
@@ -40,6 +39,16 @@ impl TestServer {
         tweak: impl FnOnce(&mut parallax::settings::Settings),
         build: impl FnOnce(DecisionService, Arc<Metrics>) -> DecisionService + Send + 'static,
     ) -> TestServer {
+        TestServer::start_doors(config, tweak, build)
+    }
+
+    /// [`TestServer::start`], serving the model-API proxy too when the
+    /// settings (after `tweak`) enable it.
+    pub fn start_doors(
+        config: &Path,
+        tweak: impl FnOnce(&mut parallax::settings::Settings),
+        build: impl FnOnce(DecisionService, Arc<Metrics>) -> DecisionService + Send + 'static,
+    ) -> TestServer {
         let loaded = parallax::backend::load(Some(config), false)
             .unwrap_or_else(|e| panic!("cannot load {}: {e}", config.display()));
         let mut settings = loaded.settings;
@@ -66,7 +75,13 @@ impl TestServer {
                 ));
                 state_tx.send((state.clone(), metrics)).unwrap();
                 let listener = tokio::net::TcpListener::from_std(std_listener).unwrap();
-                serve(listener, state, async {
+                let mut doors = parallax::http::router::Doors::default();
+                if state.settings.proxy.enabled {
+                    let proxy = parallax::proxy::Proxy::new(&state.settings.proxy)
+                        .expect("the proxy starts");
+                    doors.proxy = Some(Arc::new(proxy));
+                }
+                parallax::http::serve_doors(listener, state, doors, async {
                     let _ = rx.await;
                 })
                 .await;
@@ -174,10 +189,35 @@ pub fn parse(buf: &[u8]) -> Response {
         .nth(1)
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(|| panic!("bad status line: {head}"));
+    let raw = &buf[end + 4..];
+    let chunked = head.lines().any(|l| {
+        l.to_ascii_lowercase()
+            .replace(' ', "")
+            .starts_with("transfer-encoding:chunked")
+    });
     Response {
         status,
+        body: if chunked { dechunk(raw) } else { raw.to_vec() },
         head,
-        body: buf[end + 4..].to_vec(),
+    }
+}
+
+/// The payload of a `Transfer-Encoding: chunked` body.
+fn dechunk(mut raw: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    loop {
+        let Some(eol) = raw.windows(2).position(|w| w == b"\r\n") else {
+            panic!("bad chunked body: {:?}", String::from_utf8_lossy(raw));
+        };
+        let size_line = String::from_utf8_lossy(&raw[..eol]).to_string();
+        let size = usize::from_str_radix(size_line.split(';').next().unwrap_or("").trim(), 16)
+            .unwrap_or_else(|_| panic!("bad chunk size line {size_line:?}"));
+        raw = &raw[eol + 2..];
+        if size == 0 {
+            return out;
+        }
+        out.extend_from_slice(&raw[..size]);
+        raw = &raw[size + 2..];
     }
 }
 
