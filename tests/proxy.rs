@@ -562,3 +562,48 @@ fn other_paths_pass_through_and_a_dead_upstream_is_an_api_error() {
     assert_eq!(r.status, 502);
     assert_eq!(r.json()["error"]["code"], "upstream_unavailable");
 }
+
+#[test]
+fn with_an_auth_token_proxy_paths_take_it_in_their_own_header_and_never_forward_it() {
+    let upstream = FakeUpstream::start(vec![Canned::json(&json!({"data": []}))]);
+    let url = upstream.url();
+    let server = TestServer::start_doors(
+        Path::new(PROXY_CONFIG),
+        move |s| {
+            s.server.auth_token = Some("parallax-secret".into());
+            s.proxy.enabled = true;
+            s.proxy.anthropic_upstream = url.clone();
+            s.proxy.openai_upstream = url;
+        },
+        |service, _| service,
+    );
+    // The agent's own API key in Authorization is not Parallax's token.
+    let r = request(
+        server.addr,
+        "GET",
+        "/openai/v1/models",
+        &[("authorization", "Bearer sk-agent")],
+        b"",
+    );
+    let message = r.assert_error(401, "unauthorized");
+    assert!(message.contains("X-Parallax-Token"), "{message}");
+    assert!(upstream.requests().is_empty());
+    let r = request(
+        server.addr,
+        "GET",
+        "/openai/v1/models",
+        &[
+            ("authorization", "Bearer sk-agent"),
+            ("x-parallax-token", "parallax-secret"),
+        ],
+        b"",
+    );
+    assert_eq!(r.status, 200);
+    let got = &upstream.requests()[0];
+    assert_eq!(got.header("authorization"), Some("Bearer sk-agent"));
+    assert_eq!(
+        got.header("x-parallax-token"),
+        None,
+        "the token leaked upstream"
+    );
+}

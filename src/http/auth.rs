@@ -9,6 +9,17 @@ use subtle::ConstantTimeEq;
 /// The environment variable that overrides `server.auth_token`.
 pub const TOKEN_ENV: &str = "PARALLAX_AUTH_TOKEN";
 
+/// The header that carries the token on proxy paths, where `Authorization`
+/// belongs to the agent's model API key. It is never forwarded upstream.
+pub const PROXY_TOKEN_HEADER: &str = "x-parallax-token";
+
+/// Whether a proxied request carries `X-Parallax-Token: <token>`.
+pub fn proxy_authorized(headers: &HeaderMap, token: &str) -> bool {
+    headers
+        .get(PROXY_TOKEN_HEADER)
+        .is_some_and(|v| v.as_bytes().trim_ascii().ct_eq(token.as_bytes()).into())
+}
+
 /// Whether `headers` carry `Authorization: Bearer <token>`.
 pub fn authorized(headers: &HeaderMap, token: &str) -> bool {
     let Some(value) = headers.get(AUTHORIZATION) else {

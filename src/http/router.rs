@@ -46,15 +46,27 @@ pub async fn handle(
         ));
     }
     let path = req.uri().path();
+    let proxied = doors.proxy.is_some() && crate::proxy::is_proxy_path(path);
     if path != "/health" {
         if let Some(token) = &server.auth_token {
-            if !auth::authorized(req.headers(), token) {
+            // On proxy paths `Authorization` is the agent's API key, so the
+            // token comes in a header of its own.
+            let ok = if proxied {
+                auth::proxy_authorized(req.headers(), token)
+            } else {
+                auth::authorized(req.headers(), token)
+            };
+            if !ok {
                 service.metrics.unauthorized.fetch_add(1, Relaxed);
                 let mut r = error(
                     StatusCode::UNAUTHORIZED,
                     "unauthorized",
-                    "this endpoint requires `Authorization: Bearer <token>` (server.auth_token)"
-                        .into(),
+                    if proxied {
+                        "proxy paths require `X-Parallax-Token: <token>` (server.auth_token)"
+                    } else {
+                        "this endpoint requires `Authorization: Bearer <token>` (server.auth_token)"
+                    }
+                    .into(),
                 );
                 r.headers_mut()
                     .insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
@@ -62,7 +74,7 @@ pub async fn handle(
             }
         }
     }
-    if let Some(proxy) = doors.proxy.filter(|_| crate::proxy::is_proxy_path(path)) {
+    if let Some(proxy) = doors.proxy.filter(|_| proxied) {
         return Ok(crate::proxy::handle(req, service, proxy, peer).await);
     }
     let response = match (req.method(), path) {

@@ -46,6 +46,7 @@ pub fn upstream_request(incoming: &HeaderMap) -> HeaderMap {
             || n == "host"
             || n == "content-length"
             || n == "accept-encoding"
+            || n == crate::http::auth::PROXY_TOKEN_HEADER
         {
             continue;
         }
@@ -89,6 +90,7 @@ mod tests {
             ("content-length", "12"),
             ("accept-encoding", "gzip, br"),
             ("te", "trailers"),
+            ("x-parallax-token", "parallax-secret"),
         ] {
             h.append(HeaderName::from_static(k), HeaderValue::from_static(v));
         }
