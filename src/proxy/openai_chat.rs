@@ -450,11 +450,18 @@ impl ChatStream {
         let mut f = self.finishing.take()?;
         let choice = f.choice;
         if !f.blocked_text.is_empty() {
+            // A paragraph of its own after the reply's text, as in a
+            // whole response (`append_content`).
+            let notice = f.blocked_text.join("\n\n");
+            let notice = if self.text.get(&choice).is_some_and(|t| !t.is_empty()) {
+                format!("\n\n{notice}")
+            } else {
+                notice
+            };
             out.push(chunk(
                 &self.id,
                 &self.model,
-                json!([{"index": choice, "delta": {"content": f.blocked_text.join("\n\n")},
-                        "finish_reason": null}]),
+                json!([{"index": choice, "delta": {"content": notice}, "finish_reason": null}]),
             ));
         }
         if !f.kept.is_empty() {
@@ -622,5 +629,94 @@ impl Rewriter for ChatStream {
             json!({"error": {"message": message, "type": "server_error", "code": "upstream_error"}})
                 .to_string(),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chunk_of(choice: Value) -> SseEvent {
+        SseEvent::message(
+            json!({"id": "c1", "object": "chat.completion.chunk", "model": "m",
+                   "choices": [choice]})
+            .to_string(),
+        )
+    }
+
+    /// The content deltas a stream rewritten with `outcome` for its one call
+    /// carries, in order.
+    fn streamed_content(outcome: Outcome) -> (Vec<String>, Vec<Value>) {
+        let mut rw = ChatStream::default();
+        let mut out = Vec::new();
+        let mut pending = None;
+        for c in [
+            json!({"index": 0, "delta": {"role": "assistant", "content": "I will."}}),
+            json!({"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "call_1",
+                   "type": "function", "function": {"name": "Bash", "arguments": "{\"command\""}}]}}),
+            json!({"index": 0, "delta": {"tool_calls": [{"index": 0,
+                   "function": {"arguments": ": \"rm -rf /\"}"}}]}}),
+            json!({"index": 0, "delta": {}, "finish_reason": "tool_calls"}),
+        ] {
+            assert!(pending.is_none(), "asked for a verdict before the finish");
+            pending = rw.push(chunk_of(c), &mut out);
+        }
+        let p = pending.expect("the finish asks for the call's verdict");
+        assert_eq!(p.event["tool_args"], json!({"command": "rm -rf /"}));
+        let mut next = rw.resolve(outcome, &mut out);
+        while next.is_some() {
+            // The reply text's own verdict.
+            next = rw.resolve(Outcome::Pass, &mut out);
+        }
+        let chunks: Vec<Value> = out
+            .iter()
+            .map(|e| serde_json::from_str(&e.data).unwrap())
+            .collect();
+        let content = chunks
+            .iter()
+            .filter_map(|c| c["choices"][0]["delta"]["content"].as_str())
+            .map(str::to_string)
+            .collect();
+        (content, chunks)
+    }
+
+    #[test]
+    fn a_blocked_streamed_call_is_a_paragraph_after_the_text() {
+        let (content, chunks) = streamed_content(Outcome::Block {
+            text: "Parallax blocked this tool call `Bash`: r".into(),
+        });
+        assert_eq!(
+            content.concat(),
+            "I will.\n\nParallax blocked this tool call `Bash`: r",
+            "as a whole response joins them (append_content)"
+        );
+        let last = chunks.last().unwrap();
+        assert_eq!(last["choices"][0]["finish_reason"], "stop", "{last}");
+        assert!(
+            chunks
+                .iter()
+                .all(|c| c["choices"][0]["delta"].get("tool_calls").is_none()),
+            "the blocked call went out: {chunks:?}"
+        );
+    }
+
+    #[test]
+    fn a_kept_streamed_call_goes_out_whole_with_tool_calls_finish() {
+        let (content, chunks) = streamed_content(Outcome::Pass);
+        assert_eq!(content.concat(), "I will.");
+        let calls: Vec<&Value> = chunks
+            .iter()
+            .filter_map(|c| c["choices"][0]["delta"].get("tool_calls"))
+            .collect();
+        assert_eq!(calls.len(), 1, "{chunks:?}");
+        assert_eq!(calls[0][0]["index"], 0);
+        assert_eq!(
+            calls[0][0]["function"]["arguments"],
+            "{\"command\": \"rm -rf /\"}"
+        );
+        assert_eq!(
+            chunks.last().unwrap()["choices"][0]["finish_reason"],
+            "tool_calls"
+        );
     }
 }

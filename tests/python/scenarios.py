@@ -34,6 +34,15 @@ MIXED_STEP = [
     {"tool_call": {"name": "Bash", "input": BENIGN}},
 ]
 ONLY_DANGEROUS_STEP = [{"tool_call": {"name": "Bash", "input": DANGEROUS}}]
+# Blocked and kept calls alternating, with text in between.
+OTHER_BENIGN = {"command": "git status"}
+INTERLEAVED_STEP = [
+    {"tool_call": {"name": "Bash", "input": BENIGN}},
+    {"tool_call": {"name": "Bash", "input": DANGEROUS}},
+    {"text": "And then:"},
+    {"tool_call": {"name": "Bash", "input": OTHER_BENIGN}},
+    {"tool_call": {"name": "Bash", "input": DANGEROUS}},
+]
 PLAIN_REPLY = "The sky is clear today."
 PLAIN_STEP = [{"text": PLAIN_REPLY}]
 

@@ -18,7 +18,9 @@ from scenarios import (
     BLOCKED_RULE,
     DANGEROUS_RULE,
     INTRO,
+    INTERLEAVED_STEP,
     MIXED_STEP,
+    OTHER_BENIGN,
     ONLY_DANGEROUS_STEP,
     PLAIN_REPLY,
     PLAIN_STEP,
@@ -52,8 +54,11 @@ def test_dangerous_call_replaced_benign_call_kept(
 ) -> None:
     upstream.script({"chat": [MIXED_STEP]})
     reply = ask(openai_client, mode, user("Clean up the disk."))
-    assert reply["content"].startswith(INTRO), f"the model's own text is lost: {reply}"
-    assert_names_rule(reply["content"], DANGEROUS_RULE)
+    intro, sep, notice = reply["content"].partition("\n\n")
+    assert (intro, sep) == (INTRO, "\n\n"), (
+        f"the model's text, then the notice as a paragraph of its own: {reply['content']!r}"
+    )
+    assert_names_rule(notice, DANGEROUS_RULE)
     calls = reply["tool_calls"]
     assert len(calls) == 1, f"exactly the benign call must be left: {calls}"
     assert calls[0]["function"]["name"] == "Bash"
@@ -168,3 +173,15 @@ def test_stream_with_usage_ends_with_done(
     usage = [c for c in chunks if c.get("usage")]
     assert len(usage) == 1 and usage[0]["choices"] == [], f"the usage chunk is lost: {usage}"
     assert chunks[-1] is usage[0], "the usage chunk comes last, after the finish"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_kept_calls_are_renumbered_around_blocked_ones(
+    upstream: FakeUpstream, openai_client: openai.OpenAI, mode: str
+) -> None:
+    upstream.script({"chat": [INTERLEAVED_STEP]})
+    reply = ask(openai_client, mode, user("Do the chores."))
+    args = [json.loads(c["function"]["arguments"]) for c in reply["tool_calls"]]
+    assert args == [BENIGN, OTHER_BENIGN], f"the kept calls, in order: {reply['tool_calls']}"
+    assert reply["content"].count("Parallax blocked") == 2, reply["content"]
+    assert reply["finish_reason"] == "tool_calls"

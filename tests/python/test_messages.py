@@ -18,7 +18,9 @@ from scenarios import (
     BLOCKED_RULE,
     DANGEROUS_RULE,
     INTRO,
+    INTERLEAVED_STEP,
     MIXED_STEP,
+    OTHER_BENIGN,
     ONLY_DANGEROUS_STEP,
     PLAIN_REPLY,
     PLAIN_STEP,
@@ -223,3 +225,18 @@ def test_stream_event_names_match_their_types(
             name = None
     assert names[0] == "message_start" and names[-1] == "message_stop", names
     assert "content_block_start" in names and "message_delta" in names, names
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_blocked_calls_keep_their_positions_among_kept_ones(
+    upstream: FakeUpstream, anthropic_client: anthropic.Anthropic, mode: str
+) -> None:
+    upstream.script({"messages": [INTERLEAVED_STEP]})
+    reply = ask(anthropic_client, mode, user("Do the chores."))
+    shape = [(b["type"], b.get("input")) for b in reply["content"]]
+    assert [t for t, _ in shape] == ["tool_use", "text", "text", "tool_use", "text"], shape
+    assert shape[0][1] == BENIGN and shape[3][1] == OTHER_BENIGN, shape
+    assert reply["content"][2]["text"] == "And then:"
+    for i in (1, 4):
+        assert_names_rule(reply["content"][i]["text"], DANGEROUS_RULE)
+    assert reply["stop_reason"] == "tool_use"

@@ -18,7 +18,9 @@ from scenarios import (
     DANGEROUS,
     DANGEROUS_RULE,
     INTRO,
+    INTERLEAVED_STEP,
     MIXED_STEP,
+    OTHER_BENIGN,
     ONLY_DANGEROUS_STEP,
     PLAIN_REPLY,
     PLAIN_STEP,
@@ -177,3 +179,18 @@ def test_stream_event_names_match_their_types(
             name = None
     assert names[0] == "response.created" and names[-1] == "response.completed", names
     assert "response.function_call_arguments.done" in names, names
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_blocked_calls_keep_their_positions_among_kept_ones(
+    upstream: FakeUpstream, openai_client: openai.OpenAI, mode: str
+) -> None:
+    upstream.script({"responses": [INTERLEAVED_STEP]})
+    items, _ = ask(openai_client, mode, "Do the chores.")
+    kinds = [i["type"] for i in items]
+    assert kinds == ["function_call", "message", "message", "function_call", "message"], items
+    assert json.loads(items[0]["arguments"]) == BENIGN
+    assert json.loads(items[3]["arguments"]) == OTHER_BENIGN
+    assert text(items[2]) == "And then:"
+    for i in (1, 4):
+        assert_names_rule(text(items[i]), DANGEROUS_RULE)
