@@ -3,9 +3,10 @@
 //!
 //! In order: the configured header (`proxy.session_header`, default
 //! `x-parallax-session`), for deployments that know their sessions; the
-//! session the agent itself sends — Claude Code's `metadata.user_id` in
-//! Messages requests (it embeds the session), Codex's `session-id` header,
-//! a Responses `prompt_cache_key`, OpenAI's `user`/`safety_identifier`; else
+//! session the agent itself sends — Claude Code's `x-claude-code-session-id`
+//! header, else its `metadata.user_id` in Messages requests (it embeds the
+//! session; of a JSON user_id, only its `session_id`), Codex's `session-id`
+//! header, a Responses `prompt_cache_key`, OpenAI's `user`/`safety_identifier`; else
 //! the client connection (`conn-<ip>:<port>`): an agent keeps one
 //! connection open for its session, and two agents never share one.
 
@@ -27,6 +28,19 @@ fn clip(s: &str) -> Option<String> {
         end -= 1;
     }
     Some(s[..end].to_string())
+}
+
+/// The session inside a Claude Code `metadata.user_id`: recent versions
+/// send a JSON object as that string (`{"device_id":…,"account_uuid":…,
+/// "session_id":…}`), whose `session_id` is the session; the device id is a
+/// per-machine fingerprint that need not be in every audit line. Older ones
+/// send a flat `user_…_session_…` string, kept whole.
+fn claude_user_session(user_id: &str) -> Option<String> {
+    if !user_id.starts_with('{') {
+        return None;
+    }
+    let v: Value = serde_json::from_str(user_id).ok()?;
+    v.get("session_id")?.as_str().and_then(clip)
 }
 
 pub fn session_id(
@@ -53,7 +67,9 @@ pub fn session_id(
         v.as_str().and_then(clip)
     };
     let found = match api {
-        ModelApi::Messages => from_body(&["metadata", "user_id"]),
+        ModelApi::Messages => from_header("x-claude-code-session-id").or_else(|| {
+            from_body(&["metadata", "user_id"]).map(|u| claude_user_session(&u).unwrap_or(u))
+        }),
         ModelApi::ChatCompletions | ModelApi::Responses => from_header("session-id")
             .or_else(|| from_body(&["prompt_cache_key"]))
             .or_else(|| from_body(&["metadata", "session_id"]))
@@ -110,6 +126,33 @@ mod tests {
                 Some(peer)
             ),
             "conn-127.0.0.1:5000"
+        );
+        // Claude Code 2.1.x: a JSON user_id, and the same session in a header.
+        let user_id = r#"{"device_id":"ee98","account_uuid":"","session_id":"4d4b-62b7"}"#;
+        let body = json!({"metadata": {"user_id": user_id}});
+        let messages = |h: &HeaderMap| {
+            session_id(
+                h,
+                "x-parallax-session",
+                ModelApi::Messages,
+                &body,
+                Some(peer),
+            )
+        };
+        assert_eq!(messages(&HeaderMap::new()), "4d4b-62b7");
+        let mut h = HeaderMap::new();
+        h.insert("x-claude-code-session-id", "4d4b-hdr".parse().unwrap());
+        assert_eq!(messages(&h), "4d4b-hdr");
+        let odd = json!({"metadata": {"user_id": "{not json"}});
+        assert_eq!(
+            session_id(
+                &HeaderMap::new(),
+                "x-parallax-session",
+                ModelApi::Messages,
+                &odd,
+                None
+            ),
+            "{not json"
         );
         let mut h = HeaderMap::new();
         h.insert("session-id", "codex-thread".parse().unwrap());

@@ -487,6 +487,12 @@ def check_proxy_evidence(
             break
         time.sleep(0.05)
     summary["audit_blocks"] = len(hits)
+    # One session for the whole run, the agent's own id (Claude Code's
+    # x-claude-code-session-id, Codex's thread), not a JSON blob.
+    sessions = sorted({str(r.get("session_id")) for r in read_jsonl(audit)})
+    summary["sessions"] = sessions
+    one = len(sessions) == 1 and not sessions[0].startswith(("{", "conn-"))
+    check(one, f"audit sessions: {sessions}", failures)
     check(len(hits) == 1, f"audit log: {len(hits)} proxy blocks by {BLOCK_RULE}", failures)
     # The agent's second model call replays the first answer as it got it:
     # the proxy's notice in place of the dangerous call, the benign call kept.
