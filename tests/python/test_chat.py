@@ -1,5 +1,5 @@
-"""The OpenAI SDK through the proxy: Chat Completions, plain and
-`stream=True`."""
+"""The OpenAI SDK through the proxy: Chat Completions, plain, `stream=True`
+and the `.stream()` helper."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ from scenarios import (
 )
 
 MODEL = "gpt-test-1"
-MODES = ["create", "stream"]
+MODES = ["create", "stream", "helper"]
 PATH = "/v1/chat/completions"
 
 
@@ -40,8 +40,13 @@ def ask(client: openai.OpenAI, mode: str, messages: list[Json], **extra: Any) ->
     kwargs: Json = {"model": MODEL, "messages": messages, "tools": [BASH_TOOL_CHAT], **extra}
     if mode == "create":
         return chat_message(client.chat.completions.create(**kwargs))
-    with client.chat.completions.create(stream=True, **kwargs) as chunks:
-        return assemble_chat(chunks)
+    if mode == "stream":
+        with client.chat.completions.create(stream=True, **kwargs) as chunks:
+            return assemble_chat(chunks)
+    with client.chat.completions.stream(**kwargs) as s:
+        for _ in s:
+            pass
+        return chat_message(s.get_final_completion())
 
 
 def user(text: str) -> list[Json]:

@@ -1,4 +1,5 @@
-"""The OpenAI SDK through the proxy: Responses, plain and `stream=True`."""
+"""The OpenAI SDK through the proxy: Responses, plain, `stream=True` and
+the `.stream()` helper."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ from scenarios import (
 )
 
 MODEL = "gpt-test-1"
-MODES = ["create", "stream"]
+MODES = ["create", "stream", "helper"]
 PATH = "/v1/responses"
 PATCH = "*** Begin Patch\n*** Add File: notes.txt\n+hello\n*** End Patch\n"
 
@@ -45,6 +46,12 @@ def ask(client: openai.OpenAI, mode: str, input: Any, **extra: Any) -> tuple[lis
         whole = dump(r)
         whole["output_text"] = r.output_text
         return whole["output"], whole
+    if mode == "helper":
+        with client.responses.stream(**kwargs) as s:
+            for _ in s:
+                pass
+            r = s.get_final_response()
+        return dump(r)["output"], dump(r)
     with client.responses.create(stream=True, **kwargs) as events:
         items, final = assemble_responses(events)
     assert final["output"] == items, (
