@@ -12,7 +12,7 @@
 //! proxy (the canary survives, the benign marker exists, the agent ends
 //! normally, the audit log and /metrics show the block at door proxy).
 //!
-//! Without the agents, python3 or a permitted `unshare --net` (root), each
+//! Without the agents, python3, `ip` or a permitted `unshare --net` (root), each
 //! test says so in one line on stderr and passes; with `CI=true` that fails
 //! instead. `PARALLAX_AGENTS_BIN` overrides where the agents are looked for.
 
@@ -58,8 +58,10 @@ fn missing(agent: &str) -> Option<String> {
     if !runs(&["python3", "-c", "pass"]) {
         return Some("python3 not found".into());
     }
-    if !runs(&["unshare", "--net", "--", "true"]) {
-        return Some("`unshare --net` unavailable or not permitted (needs root)".into());
+    if !runs(&["unshare", "--net", "--", "ip", "link", "set", "lo", "up"]) {
+        return Some(
+            "`unshare --net` then `ip link set lo up` failed (needs root and iproute2)".into(),
+        );
     }
     None
 }
