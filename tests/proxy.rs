@@ -607,3 +607,33 @@ fn with_an_auth_token_proxy_paths_take_it_in_their_own_header_and_never_forward_
         "the token leaked upstream"
     );
 }
+
+#[test]
+fn responses_a_command_written_in_code_is_blocked_like_a_command() {
+    // Codex's default model calls a JavaScript `exec` tool whose code
+    // calls the other tools: the command inside is what counts.
+    let upstream = FakeUpstream::start(vec![Canned::json(&json!({
+        "id": "resp_2", "object": "response", "status": "completed", "model": "gpt-test",
+        "output": [
+            {"type": "custom_tool_call", "id": "ctc_1", "call_id": "call_7", "name": "exec",
+             "input": format!("const r = await tools.exec_command({{cmd: \"{DANGEROUS}\"}});")},
+            {"type": "function_call", "id": "fc_2", "call_id": "call_8", "name": "exec_command",
+             "arguments": json!({"cmd": BENIGN}).to_string()},
+        ],
+    }))]);
+    let server = proxy_for(&upstream);
+    let r = post_json(
+        &server,
+        "/openai/v1/responses",
+        &[],
+        &json!({"model": "gpt-test", "input": "clean up"}),
+    );
+    let v = r.json();
+    assert_eq!(v["output"][0]["type"], "message", "{v}");
+    assert!(v["output"][0]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("dangerous-rm-rf-root"));
+    assert_eq!(v["output"][1]["type"], "function_call");
+    assert_eq!(v["output"][1]["name"], "exec_command");
+}

@@ -70,7 +70,16 @@ pub async fn serve_doors(
         tokio::select! {
             accepted = listener.accept() => {
                 let (stream, peer) = match accepted {
-                    Ok((stream, peer)) => (stream, peer),
+                    Ok((stream, peer)) => {
+                        // Responses go out in several writes (a streamed
+                        // proxy answer event by event): without this,
+                        // Nagle's algorithm holds each small write for the
+                        // peer's delayed ACK, 40 ms at a time.
+                        if let Err(e) = stream.set_nodelay(true) {
+                            tracing::debug!(error = %e, "cannot set TCP_NODELAY");
+                        }
+                        (stream, peer)
+                    }
                     Err(e) => {
                         // Out of file descriptors and the like: back off
                         // instead of spinning.

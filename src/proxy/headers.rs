@@ -2,7 +2,8 @@
 //! sends (API keys, `anthropic-version`, `anthropic-beta`, `openai-*`, its
 //! own ids) is forwarded as it is; hop-by-hop headers (RFC 9110 §7.6.1, and
 //! those the `Connection` header names) are not, nor `Host` (the upstream's
-//! is set) and `Content-Length` (the body may be rewritten). Upstream is
+//! is set), `Content-Length` (the body may be rewritten) and Parallax's own
+//! `X-Parallax-*` headers (the token, the session). Upstream is
 //! asked for `accept-encoding: identity`, so what comes back can be read.
 
 use hyper::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT_ENCODING, CONNECTION};
@@ -46,7 +47,7 @@ pub fn upstream_request(incoming: &HeaderMap) -> HeaderMap {
             || n == "host"
             || n == "content-length"
             || n == "accept-encoding"
-            || n == crate::http::auth::PROXY_TOKEN_HEADER
+            || n.starts_with("x-parallax-")
         {
             continue;
         }
@@ -91,6 +92,7 @@ mod tests {
             ("accept-encoding", "gzip, br"),
             ("te", "trailers"),
             ("x-parallax-token", "parallax-secret"),
+            ("x-parallax-session", "s-1"),
         ] {
             h.append(HeaderName::from_static(k), HeaderValue::from_static(v));
         }

@@ -64,13 +64,31 @@ fn call_event(item: &Value) -> Option<(Value, String)> {
                 .to_string(),
             parse_arguments(item.get("arguments").unwrap_or(&Value::Null)),
         ),
-        "custom_tool_call" => (
-            item.get("name")
+        "custom_tool_call" => {
+            // A free-form tool may carry code that calls other tools (Codex's
+            // JavaScript `exec`): the commands written in it are evaluated as
+            // commands, beside the code itself; a shell-like tool's input is
+            // itself a command.
+            let name = item
+                .get("name")
                 .and_then(Value::as_str)
                 .unwrap_or("")
-                .to_string(),
-            json!({"input": item.get("input").cloned().unwrap_or(Value::Null)}),
-        ),
+                .to_string();
+            let input = item.get("input").cloned().unwrap_or(Value::Null);
+            let mut args = json!({"input": input});
+            if let Some(code) = args["input"].as_str() {
+                let mut commands = if shell_like(&name) {
+                    vec![code.to_string()]
+                } else {
+                    Vec::new()
+                };
+                commands.extend(embedded_commands(code));
+                if !commands.is_empty() {
+                    args["command"] = json!(commands);
+                }
+            }
+            (name, args)
+        }
         "local_shell_call" => (
             "local_shell".to_string(),
             item.get("action").cloned().unwrap_or(Value::Null),
@@ -82,6 +100,94 @@ fn call_event(item: &Value) -> Option<(Value, String)> {
         e["tool_args"] = args;
     }
     Some((e, name))
+}
+
+/// Whether a free-form tool of this name takes a shell command as its input
+/// (the last segment of a namespaced name counts: `functions.shell`).
+fn shell_like(name: &str) -> bool {
+    let last = name.rsplit(['.', '/', ':']).next().unwrap_or(name);
+    matches!(
+        last.to_ascii_lowercase().as_str(),
+        "shell"
+            | "bash"
+            | "sh"
+            | "zsh"
+            | "terminal"
+            | "run"
+            | "exec_command"
+            | "run_command"
+            | "local_shell"
+            | "shell_command"
+    )
+}
+
+/// The string values given to `cmd` or `command` properties in `code`
+/// (`exec_command({cmd: "ls"})`, `{"command": 'rm -rf x'}`): one linear
+/// scan over the source, reading JavaScript string literals with their
+/// escapes. A template literal's `${...}` parts stay as written.
+pub fn embedded_commands(code: &str) -> Vec<String> {
+    let b = code.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        let rest = &code[i..];
+        let key = if rest.starts_with("command") {
+            7
+        } else if rest.starts_with("cmd") {
+            3
+        } else {
+            i += 1;
+            continue;
+        };
+        let word_before = i > 0 && (b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_');
+        let mut j = i + key;
+        // A quoted key: `"cmd":`.
+        if j < b.len() && matches!(b[j], b'"' | b'\'') {
+            j += 1;
+        }
+        while j < b.len() && b[j].is_ascii_whitespace() {
+            j += 1;
+        }
+        if word_before || j >= b.len() || b[j] != b':' {
+            i += key;
+            continue;
+        }
+        j += 1;
+        while j < b.len() && b[j].is_ascii_whitespace() {
+            j += 1;
+        }
+        match js_string(&code[j..]) {
+            Some((s, used)) => {
+                out.push(s);
+                i = j + used;
+            }
+            None => i = j,
+        }
+    }
+    out
+}
+
+/// A JavaScript string literal at the start of `s` and the bytes it took.
+fn js_string(s: &str) -> Option<(String, usize)> {
+    let mut chars = s.char_indices();
+    let (_, quote) = chars.next()?;
+    if !matches!(quote, '"' | '\'' | '`') {
+        return None;
+    }
+    let mut out = String::new();
+    while let Some((k, c)) = chars.next() {
+        match c {
+            '\\' => match chars.next()?.1 {
+                'n' => out.push('\n'),
+                't' => out.push('\t'),
+                'r' => out.push('\r'),
+                other => out.push(other),
+            },
+            c if c == quote => return Some((out, k + c.len_utf8())),
+            c => out.push(c),
+        }
+    }
+    None
 }
 
 pub fn request_events(body: &Value) -> Vec<(RequestSlot, Value)> {
@@ -404,6 +510,8 @@ fn redacted_call(item: &Value, event: &Value) -> Value {
                 item["input"] = i.clone();
             }
         }
+        // (Embedded commands are evaluated, not written back: a redaction
+        // of one is in the code it came from, which `input` carries.)
         "local_shell_call" => item["action"] = args.clone(),
         _ => {}
     }
@@ -704,5 +812,44 @@ impl Rewriter for ResponsesStream {
             json!({"type": "error", "code": "upstream_error", "message": message, "param": null})
                 .to_string(),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_written_in_code_are_found() {
+        let code = r#"const r = await tools.exec_command({cmd: "rm -rf /"});
+            await tools.exec_command({ "command" : 'curl x | sh' });
+            const cmdline = 1; run({ subcmd: "no" }); t({cmd: `echo \`a\``});"#;
+        assert_eq!(
+            embedded_commands(code),
+            ["rm -rf /", "curl x | sh", "echo `a`"]
+        );
+        assert!(embedded_commands("cmd: unquoted").is_empty());
+        assert!(embedded_commands("{cmd: \"unterminated").is_empty());
+    }
+
+    #[test]
+    fn a_shell_like_free_form_tool_input_is_a_command() {
+        let item = json!({"type": "custom_tool_call", "name": "shell", "call_id": "c",
+                          "input": "rm -rf /"});
+        let (event, _) = call_event(&item).unwrap();
+        assert_eq!(event["tool_args"]["command"], json!(["rm -rf /"]));
+        let patch = json!({"type": "custom_tool_call", "name": "apply_patch", "call_id": "c",
+                           "input": "*** Begin Patch"});
+        let (event, _) = call_event(&patch).unwrap();
+        assert!(event["tool_args"].get("command").is_none());
+    }
+
+    #[test]
+    fn a_code_tool_call_is_judged_by_the_commands_in_it() {
+        let item = json!({"type": "custom_tool_call", "name": "exec", "call_id": "c",
+                          "input": "await tools.exec_command({cmd: \"rm -rf /\"})"});
+        let (event, name) = call_event(&item).unwrap();
+        assert_eq!(name, "exec");
+        assert_eq!(event["tool_args"]["command"], json!(["rm -rf /"]));
     }
 }
