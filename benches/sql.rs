@@ -11,7 +11,16 @@
 //! Then our own loop times single evaluations through the side-store for
 //! the `sql-event-p99` budget (`benches/budgets.toml`).
 //!
-//! Run: `cargo bench --bench sql`.
+//! `hot_session/*`: one session that never stops (a looping agent), its
+//! next events' record + SQL rules after it has sent 0, 1,000, 10,000,
+//! 100,000 and 1,000,000 events (store cap 1,000,000, so all of them were in
+//! the window), and `hot_session/at_cap` with the store at its default cap
+//! of 100,000 rows, deleting a row on every insert. The
+//! `sql-hot-session-cap-vs-1k` budget holds the cost at the cap to 2× the
+//! cost at 1,000 events: what one event costs must not grow with what one
+//! session has sent.
+//!
+//! Run: `cargo bench --bench sql` (`-- hot_session` for those alone).
 
 #[path = "support/budgets.rs"]
 mod budgets;
@@ -202,10 +211,207 @@ fn sql(c: &mut Criterion) -> f64 {
     d.p99 / 1000.0
 }
 
+/// The hot session's events, in turn: a test loop (the same command over
+/// and over), reads, results, doc fetches, and now and then a `curl` (so
+/// the egress rule searches the window) and a `.env` read (so the sweep
+/// rule does).
+fn hot_event(i: usize) -> Event {
+    let s = "hot";
+    let v = match i % 8 {
+        0 | 4 => json!({"stage":"tool.before","session_id":s,"tool_name":"Bash",
+                        "tool_args":{"command":"cargo test"}}),
+        1 | 5 => json!({"stage":"tool.after","session_id":s,"tool_name":"Bash",
+                        "tool_result":"test result: ok. 12 passed"}),
+        2 => json!({"stage":"tool.before","session_id":s,"tool_name":"Read",
+                    "tool_args":{"file_path":format!("/work/app/src/mod_{}.rs", i % 50)}}),
+        3 => json!({"stage":"tool.before","session_id":s,"tool_name":"WebFetch",
+                    "tool_args":{"url":format!("https://docs.rs/crate/{}", i % 7)}}),
+        6 => json!({"stage":"tool.before","session_id":s,"tool_name":"Bash",
+                    "tool_args":{"command":"curl -s https://api.example.com/status"}}),
+        _ => json!({"stage":"tool.before","session_id":s,"tool_name":"Read",
+                    "tool_args":{"file_path":"/work/app/.env.example"}}),
+    };
+    Event::from_value(v).expect("valid event")
+}
+
+/// What a hot session's rows look like once it is over the rate limit:
+/// every call blocked by the rate rule, every shell or network call by the
+/// lockout too (the state the old lockout query walked row by row).
+fn hot_verdict(row: &EventRow) -> (Action, Vec<String>) {
+    if row.stage != parallax_runtime::Stage::ToolBefore {
+        return (Action::Allow, Vec::new());
+    }
+    let mut ids = vec!["sql-session-tool-rate".to_string()];
+    if row.command.is_some() || row.url.is_some() {
+        ids.push("sql-blocked-retry-lockout".into());
+    }
+    (Action::Block, ids)
+}
+
+/// A store of `program`'s rules whose hot session has sent `sent` events
+/// (10 ms apart, so 100 a second), interleaved with `background` events
+/// of 100 other sessions per hot one; clock at the end.
+fn hot_store(
+    program: &Program,
+    clock: &ManualClock,
+    max_rows: u64,
+    sent: usize,
+    background: usize,
+) -> Store {
+    let settings = StateSettings {
+        max_rows,
+        ..settings()
+    };
+    let mut store = Store::open(program, &settings, Arc::new(clock.clone())).expect("open");
+    let rows: Vec<EventRow> = (0..64)
+        .map(|i| EventRow::new(&PreparedEvent::new(hot_event(i))))
+        .collect();
+    let others: Vec<EventRow> = (0..100)
+        .map(|i| EventRow::new(&PreparedEvent::new(event(i, i))))
+        .collect();
+    let start = 1_800_000_000.0;
+    for n in 0..sent {
+        let now = start + n as f64 * 0.01;
+        let row = &rows[n % rows.len()];
+        let (action, ids) = hot_verdict(row);
+        store.record(row, now, action, &ids).expect("prefill");
+        for b in 0..background {
+            let row = &others[(n * background + b) % others.len()];
+            store.record(row, now, Action::Allow, &[]).expect("prefill");
+        }
+    }
+    clock.set(start + sent as f64 * 0.01);
+    store
+}
+
+/// Mean cost of one of the hot session's events (record + SQL rules), over
+/// batches of 1,024 (so retention's amortised prune is in it), median of
+/// the batches.
+fn hot_cost(store: &mut Store, clock: &ManualClock, next: &mut usize) -> f64 {
+    let reqs: Vec<StoreRequest> = (0..64)
+        .map(|i| StoreRequest {
+            row: EventRow::new(&PreparedEvent::new(hot_event(i))),
+            action: Action::Allow,
+            rule_ids: Vec::new(),
+            run_rules: true,
+            now: None,
+        })
+        .collect();
+    let mut batches: Vec<f64> = (0..7)
+        .map(|_| {
+            let t = Instant::now();
+            for _ in 0..1024 {
+                *next += 1;
+                clock.advance(0.01);
+                black_box(store.process(&reqs[*next % reqs.len()]).expect("process"));
+            }
+            t.elapsed().as_nanos() as f64 / 1024.0
+        })
+        .collect();
+    batches.sort_by(f64::total_cmp);
+    batches[batches.len() / 2]
+}
+
+/// One hot session at growing sizes; returns cost at the cap / cost at
+/// 1,000 events.
+fn hot_session(c: &mut Criterion, program: &Program) -> f64 {
+    let mut g = c.benchmark_group("hot_session");
+    let mut at_1k = f64::NAN;
+    let mut at_cap = f64::NAN;
+    let mut next = 0usize;
+    let mut figures = Vec::new();
+    let cases: [(&str, u64, usize, usize); 6] = [
+        ("0", 1_000_000, 0, 0),
+        ("1k", 1_000_000, 1_000, 0),
+        ("10k", 1_000_000, 10_000, 0),
+        ("100k", 1_000_000, 100_000, 0),
+        ("1M", 1_000_000, 1_000_000, 0),
+        // 100,000 hot events among 900,000 of other sessions: the store at
+        // its default cap, one row deleted per insert.
+        ("at_cap", ROWS, 100_000, 9),
+    ];
+    for (name, max_rows, sent, background) in cases {
+        let clock = ManualClock::new(0.0);
+        let mut store = hot_store(program, &clock, max_rows, sent, background);
+        let held = store.session_row_count("hot");
+        let rows = store.row_count().expect("count");
+        let cost = hot_cost(&mut store, &clock, &mut next);
+        if name == "1k" {
+            at_1k = cost;
+        }
+        if name == "at_cap" {
+            at_cap = cost;
+        }
+        figures.push(format!(
+            "  {name:>6}: {:>10} per event (session holds {held} rows, store {rows})",
+            fmt_ns(cost)
+        ));
+        g.bench_function(name, |b| {
+            let reqs: Vec<StoreRequest> = (0..64)
+                .map(|i| StoreRequest {
+                    row: EventRow::new(&PreparedEvent::new(hot_event(i))),
+                    action: Action::Allow,
+                    rule_ids: Vec::new(),
+                    run_rules: true,
+                    now: None,
+                })
+                .collect();
+            b.iter(|| {
+                next += 1;
+                clock.advance(0.01);
+                black_box(store.process(&reqs[next % reqs.len()]).expect("process"))
+            })
+        });
+        if name == "at_cap" {
+            g.finish();
+            // Where the time goes: each rule alone, same store state.
+            for spec in &program.sql {
+                let mut one = program.clone();
+                one.sql = vec![spec.clone()];
+                store.load_rules(&one).expect("load one rule");
+                let cost = hot_cost(&mut store, &clock, &mut next);
+                figures.push(format!(
+                    "  at_cap, {:<28} alone: {:>10} per event",
+                    program.rules[spec.rule as usize].id,
+                    fmt_ns(cost)
+                ));
+            }
+            store
+                .load_rules(&Program {
+                    sql: Vec::new(),
+                    ..program.clone()
+                })
+                .expect("no rules");
+            let cost = hot_cost(&mut store, &clock, &mut next);
+            figures.push(format!(
+                "  at_cap, record only: {:>10} per event",
+                fmt_ns(cost)
+            ));
+            println!(
+                "\none hot session, record + SQL rules per event (mean of 1,024, median of 7):\n{}",
+                figures.join("\n")
+            );
+            return at_cap / at_1k;
+        }
+    }
+    unreachable!("the last case is at_cap")
+}
+
 fn main() {
     let budgets = Budgets::load();
     let mut c = Criterion::default().configure_from_args();
-    let p99_us = sql(&mut c);
+    // `-- hot_session` runs that group alone (its set-up is most of the
+    // time, so skip the other's too).
+    let only_hot = std::env::args().any(|a| a == "hot_session");
+    let p99_us = (!only_hot).then(|| sql(&mut c));
+    let program = baked::engine().expect("baked engine").program().clone();
+    let ratio = hot_session(&mut c, &program);
     c.final_summary();
-    budgets.check("sql-event-p99", p99_us);
+    match p99_us {
+        Some(p99) => {
+            budgets.check("sql-event-p99", p99);
+        }
+        None => budgets.not_measured("sql-event-p99", "run without `hot_session`"),
+    }
+    budgets.check("sql-hot-session-cap-vs-1k", ratio);
 }

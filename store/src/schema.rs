@@ -14,6 +14,12 @@ pub const SCHEMA_VERSION: i64 = 1;
 /// `client_ts` is the event's own `timestamp`, kept for queries that want
 /// it. Multi-valued canonical fields (several paths in one call) are joined
 /// with newlines. `rule_ids` is a JSON array, for `json_each`.
+///
+/// `stage` rides in the session index so that a window walk filtered on
+/// the stage (a rate rule counting tool calls) reads the index alone and
+/// looks up only the rows it keeps: a hot session's other events cost an
+/// index entry each, not a table seek. (A state file of an earlier build
+/// has the narrower `events_session_ts`; it is replaced on open.)
 pub const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS events (
     id         INTEGER PRIMARY KEY,
@@ -32,7 +38,8 @@ CREATE TABLE IF NOT EXISTS events (
     action     TEXT NOT NULL,
     rule_ids   TEXT NOT NULL
 );
-CREATE INDEX IF NOT EXISTS events_session_ts ON events(session_id, ts);
+DROP INDEX IF EXISTS events_session_ts;
+CREATE INDEX IF NOT EXISTS events_session_ts_stage ON events(session_id, ts, stage);
 CREATE INDEX IF NOT EXISTS events_ts ON events(ts);
 CREATE INDEX IF NOT EXISTS events_session_action_ts ON events(session_id, action, ts);
 ";

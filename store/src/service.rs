@@ -2,11 +2,17 @@
 //! run them on its worker threads, so one thread owns the connection and
 //! handlers talk to it over a channel, awaiting a oneshot reply. One owner
 //! also means no locking around the connection and a strict order of
-//! events, which is what windows are about.
+//! events within a session, which is what windows are about.
+//!
+//! Sessions take turns ([`Turns`]): the thread serves one queued event of
+//! each waiting session in rotation, so a session with thousands of
+//! requests in flight delays another session's request by at most one of
+//! its own, never by its whole backlog.
 
 use crate::request::{SqlHit, StoreRequest};
 use crate::store::{Store, StoreError};
 use parallax_runtime::Program;
+use std::collections::{HashMap, VecDeque};
 use tokio::sync::{mpsc, oneshot};
 
 /// Requests waiting for the store thread; senders wait (asynchronously)
@@ -35,17 +41,25 @@ impl StoreHandle {
         let thread = std::thread::Builder::new()
             .name("parallax-store".into())
             .spawn(move || {
-                while let Some(job) = next_job(&mut rx) {
-                    match job {
-                        Job::Process(req, reply) => {
-                            let _ = reply.send(store.process(&req));
+                let mut turns = Turns::default();
+                loop {
+                    if turns.is_empty() {
+                        match next_job(&mut rx) {
+                            Some(job) => turns.push(job),
+                            None => break,
                         }
-                        Job::RowCount(reply) => {
-                            let _ = reply.send(store.row_count());
+                    }
+                    // Everything else already waiting joins the rotation
+                    // (up to the bound), so the next turn is chosen among
+                    // all waiting sessions, not just the oldest request.
+                    while turns.accepts() {
+                        match rx.try_recv() {
+                            Ok(job) => turns.push(job),
+                            Err(_) => break,
                         }
-                        Job::LoadRules(program, reply) => {
-                            let _ = reply.send(store.load_rules(&program));
-                        }
+                    }
+                    if let Some(job) = turns.pop() {
+                        run(&mut store, job);
                     }
                 }
             })?;
@@ -100,6 +114,84 @@ impl StoreHandle {
     }
 }
 
+fn run(store: &mut Store, job: Job) {
+    match job {
+        Job::Process(req, reply) => {
+            let _ = reply.send(store.process(&req));
+        }
+        Job::RowCount(reply) => {
+            let _ = reply.send(store.row_count());
+        }
+        Job::LoadRules(program, reply) => {
+            let _ = reply.send(store.load_rules(&program));
+        }
+    }
+}
+
+/// Events taken off the channel, waiting for their session's turn.
+///
+/// Round robin over sessions: `order` lists the sessions with waiting
+/// events, each served one event per turn and sent to the back while it has
+/// more. Events without a session share one turn. Within a session the
+/// order of arrival is kept (windows depend on it). A job that is not an
+/// event (a reload, a count) is a barrier: nothing is taken off the channel
+/// after it until every event before it has been served, so a reload
+/// applies exactly from the events sent after it.
+#[derive(Default)]
+struct Turns {
+    queues: HashMap<Option<String>, VecDeque<Job>>,
+    order: VecDeque<Option<String>>,
+    events: usize,
+    barrier: Option<Job>,
+}
+
+impl Turns {
+    fn is_empty(&self) -> bool {
+        self.events == 0 && self.barrier.is_none()
+    }
+
+    /// Whether to take more off the channel: not past a barrier, and not
+    /// beyond [`QUEUE`] events here (the channel then fills and senders
+    /// wait, as they would without the rotation).
+    fn accepts(&self) -> bool {
+        self.barrier.is_none() && self.events < QUEUE
+    }
+
+    fn push(&mut self, job: Job) {
+        let Job::Process(req, reply) = job else {
+            self.barrier = Some(job);
+            return;
+        };
+        let queue = self.queues.entry(req.row.session_id.clone()).or_default();
+        if queue.is_empty() {
+            self.order.push_back(req.row.session_id.clone());
+        }
+        queue.push_back(Job::Process(req, reply));
+        self.events += 1;
+    }
+
+    /// The next session's next event; the barrier once no event is left.
+    fn pop(&mut self) -> Option<Job> {
+        while let Some(session) = self.order.pop_front() {
+            let Some(queue) = self.queues.get_mut(&session) else {
+                continue;
+            };
+            let Some(job) = queue.pop_front() else {
+                self.queues.remove(&session);
+                continue;
+            };
+            if queue.is_empty() {
+                self.queues.remove(&session);
+            } else {
+                self.order.push_back(session);
+            }
+            self.events -= 1;
+            return Some(job);
+        }
+        self.barrier.take()
+    }
+}
+
 /// How long the store thread polls for the next job before it parks.
 /// Waking a parked thread costs tens of microseconds, several times what
 /// recording an event and running the rules costs; under steady traffic the
@@ -143,5 +235,81 @@ impl Drop for StoreHandle {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::request::EventRow;
+    use parallax_runtime::{Action, Stage};
+
+    fn event(session: Option<&str>, n: i64) -> Job {
+        let req = StoreRequest {
+            row: EventRow {
+                stage: Stage::ToolBefore,
+                client_ts: None,
+                session_id: session.map(str::to_string),
+                user_id: None,
+                channel: None,
+                tool_name: None,
+                command: None,
+                path: None,
+                url: None,
+                tool_args: None,
+                text_len: n,
+            },
+            action: Action::Allow,
+            rule_ids: Vec::new(),
+            run_rules: true,
+            now: None,
+        };
+        Job::Process(Box::new(req), oneshot::channel().0)
+    }
+
+    /// (session, n) of the popped event, or None for the barrier.
+    fn popped(t: &mut Turns) -> Option<(Option<String>, i64)> {
+        match t.pop()? {
+            Job::Process(req, _) => Some((req.row.session_id.clone(), req.row.text_len)),
+            _ => Some((Some("<barrier>".into()), -1)),
+        }
+    }
+
+    #[test]
+    fn sessions_take_turns_and_keep_their_own_order() {
+        let mut t = Turns::default();
+        for n in 0..4 {
+            t.push(event(Some("hot"), n));
+        }
+        t.push(event(Some("other"), 100));
+        t.push(event(None, 200));
+        t.push(event(Some("hot"), 4));
+        let order: Vec<_> = std::iter::from_fn(|| popped(&mut t)).collect();
+        let s = |x: &str| Some(x.to_string());
+        assert_eq!(
+            order,
+            vec![
+                (s("hot"), 0),
+                (s("other"), 100),
+                (None, 200),
+                (s("hot"), 1),
+                (s("hot"), 2),
+                (s("hot"), 3),
+                (s("hot"), 4),
+            ],
+            "the second session waits for one hot event, not four"
+        );
+        assert!(t.is_empty());
+    }
+
+    #[test]
+    fn a_control_job_waits_for_the_events_before_it_and_stops_intake() {
+        let mut t = Turns::default();
+        t.push(event(Some("a"), 1));
+        t.push(Job::RowCount(oneshot::channel().0));
+        assert!(!t.accepts(), "nothing is taken past a barrier");
+        assert_eq!(popped(&mut t), Some((Some("a".into()), 1)));
+        assert_eq!(popped(&mut t), Some((Some("<barrier>".into()), -1)));
+        assert!(t.is_empty() && t.accepts());
     }
 }

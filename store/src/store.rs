@@ -9,12 +9,23 @@ use crate::schema;
 use parallax_runtime::{Action, Program, StageSet, StateSettings};
 use rusqlite::types::ValueRef;
 use rusqlite::Connection;
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 /// Retention is enforced every this many inserts (the row cap on every
 /// insert: it is one index seek).
 const RETENTION_EVERY: u32 = 256;
+
+/// Most rows one session may hold (the global `max_rows` still applies).
+///
+/// Without it one hot session fills the whole window: it evicts every other
+/// session's history (an attacker could wipe its own lockout by flooding
+/// from a second session id), and any rule keyed on the session walks as
+/// many rows as that session has. 10,000 rows cover the longest shipped
+/// window (10 minutes) at 16 events a second, several times a busy agent's
+/// pace; past it the session's oldest rows go first.
+pub const DEFAULT_SESSION_ROWS: u64 = 10_000;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -48,7 +59,17 @@ pub struct Store {
     rules: Vec<LoadedRule>,
     clock: Arc<dyn Clock>,
     retention: f64,
-    max_rows: i64,
+    max_rows: u64,
+    /// Rows in the store now (kept in step like `per_session`).
+    rows: u64,
+    /// See [`DEFAULT_SESSION_ROWS`].
+    session_rows: u64,
+    /// Rows each session holds now, kept in step with every insert and
+    /// delete (`DELETE … RETURNING session_id`), so enforcing the session
+    /// budget costs a map lookup, not a count over the session's rows.
+    /// Events without a session are not counted: no session rule can see
+    /// them, and the global cap bounds them.
+    per_session: HashMap<String, u64>,
     since_retention: u32,
 }
 
@@ -90,14 +111,44 @@ impl Store {
             }
         };
         schema::init(&conn).map_err(StoreError::Schema)?;
+        // A state file brings its window: count what each session holds.
+        let mut per_session = HashMap::new();
+        let rows: i64 = conn.query_row("SELECT count(*) FROM events", [], |r| r.get(0))?;
+        let rows = rows.max(0) as u64;
+        {
+            let mut stmt = conn.prepare(
+                "SELECT session_id, count(*) FROM events WHERE session_id IS NOT NULL \
+                 GROUP BY session_id",
+            )?;
+            let mut rows = stmt.query([])?;
+            while let Some(r) = rows.next()? {
+                let n: i64 = r.get(1)?;
+                per_session.insert(r.get::<_, String>(0)?, n.max(0) as u64);
+            }
+        }
         Ok(Store {
             conn,
             rules: Vec::new(),
             clock,
             retention: settings.retention_seconds as f64,
-            max_rows: i64::try_from(settings.max_rows).unwrap_or(i64::MAX),
+            max_rows: settings.max_rows,
+            rows,
+            session_rows: DEFAULT_SESSION_ROWS,
+            per_session,
             since_retention: 0,
         })
+    }
+
+    /// Sets the most rows one session may hold (default
+    /// [`DEFAULT_SESSION_ROWS`]; at least 1). A session already above it is
+    /// trimmed on its next insert.
+    pub fn set_session_rows(&mut self, rows: u64) {
+        self.session_rows = rows.max(1);
+    }
+
+    /// Rows `session` holds now.
+    pub fn session_row_count(&self, session: &str) -> u64 {
+        self.per_session.get(session).copied().unwrap_or(0)
     }
 
     /// Prepares `program`'s SQL rules (replacing any loaded before).
@@ -184,12 +235,13 @@ impl Store {
                 .prepare_cached("UPDATE events SET action = ?1, rule_ids = ?2 WHERE id = ?3")?
                 .execute(rusqlite::params![action.as_str(), ids, id])?;
         }
-        self.after_insert(id, now)?;
+        self.after_insert(req.row.session_id.as_deref(), now)?;
         Ok(hits)
     }
 
-    /// Inserts one row; returns its id.
-    pub fn insert(
+    /// Inserts one row; returns its id. Private: every insert must be
+    /// followed by [`Store::after_insert`], which keeps the bounds.
+    fn insert(
         &mut self,
         row: &EventRow,
         now: f64,
@@ -230,18 +282,51 @@ impl Store {
         action: Action,
         rule_ids: &[String],
     ) -> Result<(), StoreError> {
-        let id = self.insert(row, now, action, rule_ids)?;
-        self.after_insert(id, now)
+        self.insert(row, now, action, rule_ids)?;
+        self.after_insert(row.session_id.as_deref(), now)
     }
 
-    /// The bounds: the row cap exactly (ids only grow, so the rows kept are
-    /// the `max_rows` newest ids), retention every [`RETENTION_EVERY`]
-    /// inserts (windows filter on `ts` anyway; this only reclaims memory).
-    fn after_insert(&mut self, id: i64, now: f64) -> Result<(), StoreError> {
-        if id > self.max_rows {
-            self.conn
-                .prepare_cached("DELETE FROM events WHERE id <= ?1")?
-                .execute([id - self.max_rows])?;
+    /// The bounds, after the rules have run: the session's budget (its
+    /// oldest rows past [`Store::set_session_rows`], in batches), the row cap exactly (the oldest row, by id, past
+    /// `max_rows` rows; one seek of the primary key), and retention every
+    /// [`RETENTION_EVERY`] inserts (windows filter on `ts` anyway; this
+    /// only reclaims memory).
+    ///
+    /// The cap counts rows, not ids: a hot session's budget deletes leave
+    /// gaps in the ids, and a cap on `id <= last - max_rows` would then
+    /// evict a quiet session's rows while the store is far from full.
+    fn after_insert(&mut self, session: Option<&str>, now: f64) -> Result<(), StoreError> {
+        use rusqlite::types::Value;
+        self.rows += 1;
+        if let Some(s) = session {
+            let held = match self.per_session.get_mut(s) {
+                Some(n) => {
+                    *n += 1;
+                    *n
+                }
+                None => {
+                    self.per_session.insert(s.to_string(), 1);
+                    1
+                }
+            };
+            // Trimmed in batches (a 64th of the budget at a time): one
+            // statement per batch instead of a seek on every insert.
+            if held > self.session_rows + self.session_rows / 64 {
+                let over = i64::try_from(held - self.session_rows).unwrap_or(i64::MAX);
+                self.delete_counted(
+                    "DELETE FROM events WHERE id IN (SELECT id FROM events \
+                     WHERE session_id = ?1 ORDER BY ts, id LIMIT ?2) RETURNING session_id",
+                    &[Value::Text(s.to_string()), Value::Integer(over)],
+                )?;
+            }
+        }
+        if self.rows > self.max_rows {
+            let over = i64::try_from(self.rows - self.max_rows).unwrap_or(i64::MAX);
+            self.delete_counted(
+                "DELETE FROM events WHERE id IN (SELECT id FROM events ORDER BY id LIMIT ?1) \
+                 RETURNING session_id",
+                &[Value::Integer(over)],
+            )?;
         }
         self.since_retention += 1;
         if self.since_retention >= RETENTION_EVERY {
@@ -251,12 +336,43 @@ impl Store {
         Ok(())
     }
 
+    /// Runs a `DELETE … RETURNING session_id` and keeps the row counts in
+    /// step; returns how many rows went.
+    fn delete_counted(
+        &mut self,
+        sql: &str,
+        params: &[rusqlite::types::Value],
+    ) -> Result<usize, StoreError> {
+        let mut gone: Vec<String> = Vec::new();
+        let mut deleted = 0;
+        {
+            let mut stmt = self.conn.prepare_cached(sql)?;
+            let mut rows = stmt.query(rusqlite::params_from_iter(params))?;
+            while let Some(r) = rows.next()? {
+                deleted += 1;
+                if let Some(s) = r.get::<_, Option<String>>(0)? {
+                    gone.push(s);
+                }
+            }
+        }
+        self.rows = self.rows.saturating_sub(deleted as u64);
+        for s in gone {
+            if let Some(held) = self.per_session.get_mut(&s) {
+                *held = held.saturating_sub(1);
+                if *held == 0 {
+                    self.per_session.remove(&s);
+                }
+            }
+        }
+        Ok(deleted)
+    }
+
     /// Deletes events older than the retention; returns how many.
     pub fn prune_expired(&mut self, now: f64) -> Result<usize, StoreError> {
-        Ok(self
-            .conn
-            .prepare_cached("DELETE FROM events WHERE ts < ?1")?
-            .execute([now - self.retention])?)
+        self.delete_counted(
+            "DELETE FROM events WHERE ts < ?1 RETURNING session_id",
+            &[rusqlite::types::Value::Real(now - self.retention)],
+        )
     }
 
     pub fn row_count(&self) -> Result<u64, StoreError> {

@@ -34,7 +34,8 @@ fn a_million_events_stay_at_the_row_cap_in_flat_memory() {
     // Retention far away: only the cap bounds the store here.
     let mut store = Store::new(&settings(CAP, 1_000_000_000, None), Arc::new(clock.clone()))
         .expect("open the store");
-    let rows: Vec<EventRow> = (0..64).map(|i| row(&format!("s{}", i % 8), i)).collect();
+    // 64 sessions: each holds 1,562 rows at the cap, under its own budget.
+    let rows: Vec<EventRow> = (0..64).map(|i| row(&format!("s{i}"), i)).collect();
     let mut bytes_at_cap = 0;
     for i in 0..1_000_000u64 {
         let now = 1_000_000.0 + i as f64 * 0.001;
@@ -125,6 +126,7 @@ fn a_state_file_keeps_the_window_across_a_restart() {
             7,
             "the window survived the restart"
         );
+        assert_eq!(store.session_row_count("restart"), 7, "counted on open");
         let (n, ids): (i64, String) = store
             .connection()
             .query_row(
@@ -162,4 +164,74 @@ fn a_state_file_of_another_schema_is_refused() {
         .expect("an old schema must be refused");
     assert!(err.to_string().contains("schema version 0"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn one_session_is_held_to_its_budget_and_cannot_evict_the_others() {
+    let clock = ManualClock::new(0.0);
+    let mut store =
+        Store::new(&settings(2_000, 1_000_000, None), Arc::new(clock.clone())).expect("open");
+    store.set_session_rows(500);
+    // A quiet session's history...
+    for i in 0..50 {
+        store
+            .record(&row("quiet", i), i as f64, Action::Block, &["r1".into()])
+            .unwrap();
+    }
+    // ...then a hot one sends far more than the whole cap.
+    for i in 0..5_000 {
+        store
+            .record(&row("hot", i), 100.0 + i as f64 * 0.01, Action::Allow, &[])
+            .unwrap();
+    }
+    let count = |s: &str| -> i64 {
+        store
+            .connection()
+            .query_row(
+                "SELECT count(*) FROM events WHERE session_id = ?1",
+                [s],
+                |r| r.get(0),
+            )
+            .unwrap()
+    };
+    // Trimmed in batches of a 64th of the budget.
+    assert!(
+        (500..=507).contains(&count("hot")),
+        "the hot session is held to its budget: {}",
+        count("hot")
+    );
+    assert_eq!(count("quiet"), 50, "the quiet session's window is intact");
+    assert_eq!(store.session_row_count("hot") as i64, count("hot"));
+    assert_eq!(store.session_row_count("quiet"), 50);
+    // The hot session keeps its newest rows.
+    let oldest: f64 = store
+        .connection()
+        .query_row(
+            "SELECT min(ts) FROM events WHERE session_id = 'hot'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let kept = count("hot") as f64;
+    assert!(
+        (oldest - (100.0 + (5_000.0 - kept) * 0.01)).abs() < 1e-6,
+        "{oldest}"
+    );
+    // The counts follow the global cap's deletes and retention's too.
+    for i in 0..2_000 {
+        store
+            .record(
+                &row(&format!("many-{}", i % 10), i),
+                200.0,
+                Action::Allow,
+                &[],
+            )
+            .unwrap();
+    }
+    assert_eq!(store.row_count().unwrap(), 2_000);
+    assert_eq!(store.session_row_count("hot"), 0);
+    assert_eq!(store.session_row_count("quiet"), 0);
+    assert_eq!(store.session_row_count("many-3"), 200);
+    assert_eq!(store.prune_expired(1_000_201.0).unwrap(), 2_000);
+    assert_eq!(store.session_row_count("many-3"), 0);
 }
