@@ -1,5 +1,6 @@
-//! The command line: `serve`, `eval`, `lint`, `compile`, one module per
-//! command; this module holds the clap definitions and the dispatch.
+//! The command line: `serve`, `eval`, `lint`, `compile`, `hook`, `setup`,
+//! `revert`, one module per command; this module holds the clap
+//! definitions and the dispatch.
 
 use clap::{Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
@@ -8,8 +9,11 @@ use std::process::ExitCode;
 mod compile;
 mod docs;
 mod eval;
+mod hook;
 mod lint;
+mod revert;
 mod serve;
+mod setup;
 mod test;
 
 #[derive(Debug, Parser)]
@@ -100,6 +104,35 @@ pub enum Command {
         #[command(subcommand)]
         what: DocsCommand,
     },
+    /// Run as an agent's hook: the hook payload on stdin, the framework's
+    /// answer on stdout (nothing when Parallax has no opinion). Asks the
+    /// server; if it does not answer, decides with the built-in rules.
+    Hook {
+        #[arg(value_enum)]
+        framework: HookFramework,
+        /// The Parallax server (`POST /evaluate`); a bearer token is taken
+        /// from PARALLAX_AUTH_TOKEN.
+        #[arg(long, default_value = crate::hooks::client::DEFAULT_URL)]
+        url: String,
+        /// How long to wait for the server, in milliseconds, before
+        /// deciding without it.
+        #[arg(long, default_value_t = crate::hooks::client::DEFAULT_TIMEOUT_MS)]
+        timeout_ms: u64,
+        /// When the server does not answer, deny instead of deciding with
+        /// the built-in rules.
+        #[arg(long)]
+        fail_closed: bool,
+    },
+    /// Add Parallax's hooks to an agent's settings.
+    Setup {
+        #[command(subcommand)]
+        agent: SetupAgent,
+    },
+    /// Remove exactly what `setup` added.
+    Revert {
+        #[command(subcommand)]
+        agent: RevertAgent,
+    },
     /// Show what the compiler makes of the rules.
     Compile {
         #[arg(short, long)]
@@ -107,6 +140,46 @@ pub enum Command {
         #[arg(long, value_enum, default_value = "stats")]
         emit: Emit,
     },
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum HookFramework {
+    Claudecode,
+    Codex,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SetupAgent {
+    /// Claude Code: hooks in a settings file of the chosen scope.
+    Claudecode {
+        #[arg(long, value_enum, default_value = "user")]
+        scope: crate::setup::claudecode::Scope,
+        #[arg(long, default_value = crate::hooks::client::DEFAULT_URL)]
+        url: String,
+        /// The hook denies when the server does not answer.
+        #[arg(long)]
+        fail_closed: bool,
+        /// `command` runs `parallax hook claudecode`; `http` has Claude Code
+        /// POST to the server itself (fails open when it is down).
+        #[arg(long, value_enum, default_value = "command")]
+        transport: crate::setup::claudecode::Transport,
+    },
+    /// Codex: hooks in $CODEX_HOME/hooks.json (~/.codex by default).
+    Codex {
+        #[arg(long, default_value = crate::hooks::client::DEFAULT_URL)]
+        url: String,
+        #[arg(long)]
+        fail_closed: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum RevertAgent {
+    Claudecode {
+        #[arg(long, value_enum, default_value = "user")]
+        scope: crate::setup::claudecode::Scope,
+    },
+    Codex,
 }
 
 #[derive(Debug, Subcommand)]
@@ -157,6 +230,36 @@ pub fn run(cli: Cli) -> ExitCode {
             None => lint::run(config),
         },
         Command::Compile { config, emit } => compile::run(config, emit),
+        Command::Hook {
+            framework,
+            url,
+            timeout_ms,
+            fail_closed,
+        } => {
+            let framework = match framework {
+                HookFramework::Claudecode => crate::hooks::Framework::ClaudeCode,
+                HookFramework::Codex => crate::hooks::Framework::Codex,
+            };
+            hook::run(framework, url, timeout_ms, fail_closed)
+        }
+        Command::Setup {
+            agent:
+                SetupAgent::Claudecode {
+                    scope,
+                    url,
+                    fail_closed,
+                    transport,
+                },
+        } => setup::claudecode(scope, url, fail_closed, transport),
+        Command::Setup {
+            agent: SetupAgent::Codex { url, fail_closed },
+        } => setup::codex(url, fail_closed),
+        Command::Revert {
+            agent: RevertAgent::Claudecode { scope },
+        } => revert::claudecode(scope),
+        Command::Revert {
+            agent: RevertAgent::Codex,
+        } => revert::codex(),
         Command::Test {
             config,
             fixtures,

@@ -16,11 +16,21 @@ pub enum Door {
     Library,
     /// The model-API proxy (`/anthropic/...`, `/openai/...`).
     Proxy,
+    /// An agent framework's hook: `parallax hook <framework>` (its
+    /// in-process fallback, or the server it asked) and
+    /// `POST /hooks/<framework>`.
+    Hook,
 }
 
 impl Door {
     /// Every door, in the order metrics list them.
-    pub const ALL: [Door; 4] = [Door::Http, Door::Eval, Door::Library, Door::Proxy];
+    pub const ALL: [Door; 5] = [
+        Door::Http,
+        Door::Eval,
+        Door::Library,
+        Door::Proxy,
+        Door::Hook,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -28,6 +38,7 @@ impl Door {
             Door::Eval => "eval",
             Door::Library => "library",
             Door::Proxy => "proxy",
+            Door::Hook => "hook",
         }
     }
 
@@ -38,6 +49,7 @@ impl Door {
             Door::Eval => 1,
             Door::Library => 2,
             Door::Proxy => 3,
+            Door::Hook => 4,
         }
     }
 }

@@ -5,7 +5,7 @@
 use super::body;
 use super::json_limits;
 use super::response::{error, json_response, Body};
-use crate::decision::{DecisionService, Door, Origin};
+use crate::decision::DecisionService;
 use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
 use parallax_runtime::{Event, EventError};
@@ -14,6 +14,8 @@ use std::time::Instant;
 
 pub async fn evaluate(req: Request<Incoming>, service: &DecisionService) -> Response<Body> {
     let server = &service.settings.server;
+    // `parallax hook` says it is the hook door (recorded, never decisive).
+    let origin = crate::hooks::client::origin_from_headers(req.headers());
     let body = match body::read_json(req, server, &service.metrics).await {
         Ok(b) => b,
         Err(response) => return response,
@@ -28,9 +30,7 @@ pub async fn evaluate(req: Request<Incoming>, service: &DecisionService) -> Resp
             return error(StatusCode::BAD_REQUEST, code, message);
         }
     };
-    let report = service
-        .decide_async(event, &Origin::door(Door::Http), started)
-        .await;
+    let report = service.decide_async(event, &origin, started).await;
     match serde_json::to_vec(&report) {
         Ok(body) => json_response(StatusCode::OK, body),
         Err(e) => error(

@@ -80,6 +80,10 @@ pub async fn handle(
     let response = match (req.method(), path) {
         (&Method::GET | &Method::HEAD, "/health") => admin::health(&service),
         (&Method::POST, "/evaluate") => evaluate::evaluate(req, &service).await,
+        (&Method::POST, "/hooks/claudecode") => {
+            crate::hooks::http::handle(req, &service, crate::hooks::Framework::ClaudeCode).await
+        }
+        (_, "/hooks/claudecode") => method_not_allowed("POST"),
         (&Method::GET, "/metrics") => admin::metrics(&service).await,
         (&Method::POST, "/admin/reload") => admin::reload(&service).await,
         (_, "/health") => method_not_allowed("GET, HEAD"),

@@ -1,0 +1,80 @@
+//! `parallax setup claudecode|codex`: Parallax's hooks into the agent's
+//! settings (src/setup/), then what changed and what is left to do.
+
+use super::fail;
+use crate::setup::{claudecode, codex, Outcome};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// `$HOME`, the current directory and this binary.
+pub(crate) struct Places {
+    pub home: PathBuf,
+    pub project: PathBuf,
+    pub exe: PathBuf,
+}
+
+pub(crate) fn places() -> Result<Places, String> {
+    let home = std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+        .ok_or("HOME is not set: cannot find the user's settings")?;
+    let project =
+        std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?;
+    let exe = std::env::current_exe()
+        .and_then(|p| p.canonicalize())
+        .map_err(|e| format!("cannot tell where this parallax binary is: {e}"))?;
+    Ok(Places { home, project, exe })
+}
+
+pub fn claudecode(
+    scope: claudecode::Scope,
+    url: String,
+    fail_closed: bool,
+    transport: claudecode::Transport,
+) -> ExitCode {
+    let p = match places() {
+        Ok(p) => p,
+        Err(e) => return fail(e),
+    };
+    report(claudecode::setup(&claudecode::Options {
+        scope,
+        url,
+        fail_closed,
+        transport,
+        exe: p.exe,
+        home: p.home,
+        project: p.project,
+    }))
+}
+
+pub fn codex(url: String, fail_closed: bool) -> ExitCode {
+    let p = match places() {
+        Ok(p) => p,
+        Err(e) => return fail(e),
+    };
+    report(codex::setup(&codex::Options {
+        url,
+        fail_closed,
+        exe: p.exe,
+        codex_home: codex::codex_home(std::env::var_os("CODEX_HOME").as_deref(), &p.home),
+    }))
+}
+
+/// Prints an outcome; the exit status of the command.
+pub(crate) fn report(outcome: Result<Outcome, String>) -> ExitCode {
+    match outcome {
+        Ok(o) => {
+            for line in &o.done {
+                println!("{line}");
+            }
+            if !o.todo.is_empty() {
+                println!("still to do:");
+                for line in &o.todo {
+                    println!("  - {line}");
+                }
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(e),
+    }
+}

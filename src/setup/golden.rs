@@ -1,0 +1,222 @@
+//! Golden files for every config setup writes (tests/fixtures/setup/):
+//! from no file and from a user's existing file, with revert restoring the
+//! file byte for byte (or removing the one setup created). Regenerate the
+//! `*.golden.json` files with `PARALLAX_UPDATE_GOLDEN=1` and review the
+//! diff.
+
+use super::claudecode::{self, Scope, Transport};
+use super::{backup_path, codex};
+use std::path::{Path, PathBuf};
+
+const EXE: &str = "/opt/parallax/bin/parallax";
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/setup")
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("parallax-setup-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn golden(name: &str, actual: &[u8]) {
+    let path = fixtures().join(format!("{name}.golden.json"));
+    if std::env::var_os("PARALLAX_UPDATE_GOLDEN").is_some() {
+        std::fs::write(&path, actual).unwrap();
+    }
+    let expected = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert_eq!(
+        String::from_utf8_lossy(actual),
+        String::from_utf8_lossy(&expected),
+        "{} differs",
+        path.display()
+    );
+}
+
+fn claude(dir: &Path, transport: Transport, url: &str, fail_closed: bool) -> claudecode::Options {
+    claudecode::Options {
+        scope: Scope::Project,
+        url: url.into(),
+        fail_closed,
+        transport,
+        exe: EXE.into(),
+        home: dir.join("home"),
+        project: dir.join("proj"),
+    }
+}
+
+/// setup → golden, a second setup changes nothing, revert → `before`.
+fn round_trip(
+    name: &str,
+    file: &Path,
+    before: Option<&[u8]>,
+    setup: &dyn Fn() -> Result<super::Outcome, String>,
+    revert: &dyn Fn() -> Result<super::Outcome, String>,
+) {
+    if let Some(b) = before {
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(file, b).unwrap();
+    }
+    let out = setup().unwrap();
+    assert!(!out.todo.is_empty());
+    let written = std::fs::read(file).unwrap();
+    golden(name, &written);
+    assert_eq!(backup_path(file).exists(), before.is_some(), "{name}");
+    let again = setup().unwrap();
+    assert!(again.done[0].contains("unchanged"), "{:?}", again.done);
+    assert_eq!(std::fs::read(file).unwrap(), written);
+    revert().unwrap();
+    match before {
+        Some(b) => assert_eq!(std::fs::read(file).unwrap(), b, "{name}: revert"),
+        None => assert!(!file.exists(), "{name}: revert left {}", file.display()),
+    }
+    assert!(!backup_path(file).exists(), "{name}: backup left behind");
+    let nothing = revert().unwrap();
+    assert!(
+        nothing.done[0].contains("no Parallax hooks") || nothing.done[0].contains("does not"),
+        "{:?}",
+        nothing.done
+    );
+}
+
+#[test]
+fn claude_code_settings() {
+    let user = std::fs::read(fixtures().join("claudecode-user.json")).unwrap();
+    let cases: [(&str, Transport, &str, bool, Option<&[u8]>); 4] = [
+        (
+            "claudecode-empty",
+            Transport::Command,
+            crate::hooks::client::DEFAULT_URL,
+            false,
+            None,
+        ),
+        (
+            "claudecode-existing",
+            Transport::Command,
+            "http://10.0.0.5:9920",
+            true,
+            Some(&user),
+        ),
+        (
+            "claudecode-http-empty",
+            Transport::Http,
+            "http://127.0.0.1:9920/",
+            false,
+            None,
+        ),
+        (
+            "claudecode-http-existing",
+            Transport::Http,
+            "http://127.0.0.1:9920",
+            false,
+            Some(&user),
+        ),
+    ];
+    for (name, transport, url, fail_closed, before) in cases {
+        let dir = tmp(name);
+        let opts = claude(&dir, transport, url, fail_closed);
+        let file = dir.join("proj/.claude/settings.json");
+        round_trip(name, &file, before, &|| claudecode::setup(&opts), &|| {
+            claudecode::revert(Scope::Project, &opts.home, &opts.project)
+        });
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+#[test]
+fn claude_code_scopes() {
+    let home = Path::new("/h");
+    let proj = Path::new("/p");
+    assert_eq!(
+        claudecode::settings_path(Scope::User, home, proj),
+        Path::new("/h/.claude/settings.json")
+    );
+    assert_eq!(
+        claudecode::settings_path(Scope::Local, home, proj),
+        Path::new("/p/.claude/settings.local.json")
+    );
+}
+
+#[test]
+fn codex_hooks_json() {
+    let user = std::fs::read(fixtures().join("codex-user.json")).unwrap();
+    let cases: [(&str, Option<&[u8]>); 2] =
+        [("codex-empty", None), ("codex-existing", Some(&user))];
+    for (name, before) in cases {
+        let dir = tmp(name);
+        let opts = codex::Options {
+            url: crate::hooks::client::DEFAULT_URL.into(),
+            fail_closed: false,
+            exe: EXE.into(),
+            codex_home: dir.join("codex-home"),
+        };
+        round_trip(
+            name,
+            &codex::hooks_path(&opts.codex_home),
+            before,
+            &|| codex::setup(&opts),
+            &|| codex::revert(&opts.codex_home),
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    let env = std::ffi::OsStr::new("/x/ch");
+    assert_eq!(
+        codex::codex_home(Some(env), Path::new("/h")),
+        Path::new("/x/ch")
+    );
+    assert_eq!(
+        codex::codex_home(None, Path::new("/h")),
+        Path::new("/h/.codex")
+    );
+}
+
+#[test]
+fn unreadable_files_are_refused_and_left_alone() {
+    let dir = tmp("refuse");
+    let opts = claude(
+        &dir,
+        Transport::Command,
+        crate::hooks::client::DEFAULT_URL,
+        false,
+    );
+    let file = dir.join("proj/.claude/settings.json");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    for bad in [
+        &b"{\"hooks\": "[..],
+        b"[1, 2]",
+        b"{\"hooks\": []}",
+        b"{\"hooks\": {\"PreToolUse\": 3}}",
+    ] {
+        std::fs::write(&file, bad).unwrap();
+        let e = claudecode::setup(&opts).unwrap_err();
+        assert!(e.contains("settings.json"), "{e}");
+        assert!(e.contains("nothing written"), "{e}");
+        assert_eq!(std::fs::read(&file).unwrap(), bad);
+        assert!(!backup_path(&file).exists());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn revert_keeps_what_the_user_added_after_setup() {
+    let dir = tmp("later");
+    let opts = claude(
+        &dir,
+        Transport::Command,
+        crate::hooks::client::DEFAULT_URL,
+        false,
+    );
+    let file = dir.join("proj/.claude/settings.json");
+    claudecode::setup(&opts).unwrap();
+    let text = std::fs::read_to_string(&file).unwrap();
+    let edited = text.replacen('{', "{\n  \"model\": \"sonnet\",", 1);
+    std::fs::write(&file, edited).unwrap();
+    claudecode::revert(Scope::Project, &opts.home, &opts.project).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        "{\n  \"model\": \"sonnet\"\n}\n"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
