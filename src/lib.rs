@@ -6,6 +6,8 @@
 //! - [`proxy`]: the model-API proxy, a front door on the same listener;
 //! - [`hooks`]: agent frameworks' hooks (Claude Code, Codex), a front door;
 //! - [`setup`]: writing and removing those hooks in the agents' settings;
+//! - [`mcp`]: the MCP gateway (stdio wrapper, Streamable HTTP proxy), a
+//!   front door;
 //! - [`backend`]: choosing the baked or the dynamic rules;
 //! - [`settings`]: the front doors' settings, typed and checked;
 //! - [`audit`], [`webhook`], [`metrics`]: where decisions are recorded;
@@ -20,6 +22,7 @@ pub mod cli;
 pub mod decision;
 pub mod hooks;
 pub mod http;
+pub mod mcp;
 pub mod metrics;
 pub mod proxy;
 pub mod rules_catalogue;

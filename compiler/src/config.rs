@@ -23,6 +23,7 @@ struct ConfigFile {
     server: Option<serde_yaml::Value>,
     reporting: Option<serde_yaml::Value>,
     proxy: Option<serde_yaml::Value>,
+    mcp: Option<serde_yaml::Value>,
     #[serde(default)]
     state: StateSettings,
     #[serde(default)]
@@ -265,6 +266,7 @@ fn front_door_sections(file: &ConfigFile) -> Result<FrontDoorSections, String> {
         ("server", &file.server),
         ("reporting", &file.reporting),
         ("proxy", &file.proxy),
+        ("mcp", &file.mcp),
     ] {
         let Some(value) = value.as_ref().filter(|v| !v.is_null()) else {
             continue;

@@ -22,12 +22,12 @@ pub struct ProgramSettings {
 }
 
 /// The config's front-door sections by top-level key (`server`,
-/// `reporting`, `proxy`), as JSON, unchecked: an absent section is absent.
+/// `reporting`, `proxy`, `mcp`), as JSON, unchecked: an absent section is absent.
 pub type FrontDoorSections = BTreeMap<String, serde_json::Value>;
 
 /// The top-level config keys that are front-door sections (checked by the
 /// binary, carried here as written).
-pub const FRONT_DOOR_KEYS: [&str; 3] = ["server", "reporting", "proxy"];
+pub const FRONT_DOOR_KEYS: [&str; 4] = ["server", "reporting", "proxy", "mcp"];
 
 /// What to answer when evaluation cannot complete.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

@@ -11,6 +11,7 @@ mod docs;
 mod eval;
 mod hook;
 mod lint;
+mod mcp;
 mod revert;
 mod serve;
 mod setup;
@@ -140,6 +141,11 @@ pub enum Command {
         #[arg(long, value_enum, default_value = "stats")]
         emit: Emit,
     },
+    /// The MCP gateway: guard an agent's MCP servers (stdio or HTTP).
+    Mcp {
+        #[command(subcommand)]
+        how: mcp::McpCommand,
+    },
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -260,6 +266,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Revert {
             agent: RevertAgent::Codex,
         } => revert::codex(),
+        Command::Mcp { how } => mcp::run(how),
         Command::Test {
             config,
             fixtures,

@@ -20,16 +20,20 @@ pub enum Door {
     /// in-process fallback, or the server it asked) and
     /// `POST /hooks/<framework>`.
     Hook,
+    /// The MCP gateway: `parallax mcp wrap` (stdio) and `parallax mcp
+    /// proxy` (Streamable HTTP).
+    Mcp,
 }
 
 impl Door {
     /// Every door, in the order metrics list them.
-    pub const ALL: [Door; 5] = [
+    pub const ALL: [Door; 6] = [
         Door::Http,
         Door::Eval,
         Door::Library,
         Door::Proxy,
         Door::Hook,
+        Door::Mcp,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -39,6 +43,7 @@ impl Door {
             Door::Library => "library",
             Door::Proxy => "proxy",
             Door::Hook => "hook",
+            Door::Mcp => "mcp",
         }
     }
 
@@ -50,6 +55,7 @@ impl Door {
             Door::Library => 2,
             Door::Proxy => 3,
             Door::Hook => 4,
+            Door::Mcp => 5,
         }
     }
 }

@@ -69,6 +69,7 @@ pub fn problems(s: &Settings) -> Vec<String> {
             s.proxy.stream_idle_timeout_ms,
         ),
         ("proxy.keepalive_ms", s.proxy.keepalive_ms),
+        ("mcp.max_message_bytes", s.mcp.max_message_bytes as u64),
         ("proxy.max_request_bytes", s.proxy.max_request_bytes as u64),
         (
             "proxy.max_response_bytes",

@@ -5,7 +5,8 @@ pub mod checks;
 pub mod sections;
 
 pub use sections::{
-    FsyncPolicy, OnFull, ProxySettings, ReportingSettings, ServerSettings, Settings, WebhookFormat,
+    FsyncPolicy, McpSettings, OnFull, PoisonedTools, ProxySettings, ReportingSettings,
+    ServerSettings, Settings, WebhookFormat,
 };
 
 use parallax_runtime::ProgramSettings;

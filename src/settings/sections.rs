@@ -19,6 +19,7 @@ pub struct Settings {
     pub server: ServerSettings,
     pub reporting: ReportingSettings,
     pub proxy: ProxySettings,
+    pub mcp: McpSettings,
     /// The SQL rules' side-store (typed by the runtime, which opens it).
     pub state: StateSettings,
 }
@@ -47,6 +48,9 @@ impl Settings {
         }
         if let Some(v) = sections.get("proxy") {
             parse_section("proxy", v, &mut settings.proxy, &mut problems);
+        }
+        if let Some(v) = sections.get("mcp") {
+            parse_section("mcp", v, &mut settings.mcp, &mut problems);
         }
         if problems.is_empty() {
             Ok(settings)
@@ -257,6 +261,41 @@ impl Default for ProxySettings {
             max_request_bytes: 32 * 1024 * 1024,
             max_response_bytes: 32 * 1024 * 1024,
             keepalive_ms: 5_000,
+        }
+    }
+}
+
+/// The MCP gateway (`mcp:`): `parallax mcp wrap` and `parallax mcp proxy`
+/// (docs/MCP.md).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct McpSettings {
+    /// What happens to a tool of a `tools/list` result that a rule flags
+    /// (a poisoned description) or whose definition changed within the
+    /// session (a rug-pull).
+    pub poisoned_tools: PoisonedTools,
+    /// Largest JSON-RPC message (one stdio line, one HTTP body, one SSE
+    /// event) read from either side; a larger one is answered with an
+    /// error and never forwarded.
+    pub max_message_bytes: usize,
+}
+
+/// [`McpSettings::poisoned_tools`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PoisonedTools {
+    /// Left out of the list the client sees; a call to it is refused.
+    #[default]
+    Remove,
+    /// Kept, its description prefixed with a warning naming the rules.
+    Flag,
+}
+
+impl Default for McpSettings {
+    fn default() -> Self {
+        McpSettings {
+            poisoned_tools: PoisonedTools::Remove,
+            max_message_bytes: 64 * 1024 * 1024,
         }
     }
 }
