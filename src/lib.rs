@@ -2,6 +2,7 @@
 //! benches drive exactly what the binary runs. One room per concern:
 //!
 //! - [`decision`]: the decision service every front door calls;
+//! - [`approvals`]: human approval of held calls (`action: approve`);
 //! - [`http`]: the HTTP API, a front door;
 //! - [`proxy`]: the model-API proxy, a front door on the same listener;
 //! - [`hooks`]: agent frameworks' hooks (Claude Code, Codex), a front door;
@@ -15,6 +16,7 @@
 //! - [`rules_catalogue`]: docs/RULES.md, generated from the rules;
 //! - [`cli`]: the commands.
 
+pub mod approvals;
 pub mod audit;
 pub mod backend;
 pub mod casework;

@@ -55,12 +55,14 @@ pub struct Metrics {
     pub rejected_requests: AtomicU64,
     pub unauthorized: AtomicU64,
     pub reloads_ok: AtomicU64,
+    /// Approval transitions: created, approved, denied, expired.
+    pub approvals: [AtomicU64; 4],
     pub reloads_failed: AtomicU64,
     sources: Mutex<Vec<Arc<dyn MetricsSource>>>,
 }
 
 /// The actions a decision can return, in the order metrics list them.
-const ACTIONS: [Action; 4] = [Action::Allow, Action::Detect, Action::Redact, Action::Block];
+const ACTIONS: [Action; 5] = Action::ALL;
 
 /// One counter per (door, stage, action).
 const DECISION_SERIES: usize = Door::ALL.len() * Stage::ALL.len() * ACTIONS.len();
@@ -70,7 +72,8 @@ fn action_index(a: Action) -> usize {
         Action::Allow => 0,
         Action::Detect => 1,
         Action::Redact => 2,
-        Action::Block => 3,
+        Action::Approve => 3,
+        Action::Block => 4,
     }
 }
 
@@ -311,6 +314,22 @@ impl Metrics {
         ];
         for (name, help, v) in counters {
             counter(&mut out, name, help, v.load(Relaxed));
+        }
+        header(
+            &mut out,
+            "parallax_approvals_total",
+            "counter",
+            "Approval transitions: created, approved, denied, expired.",
+        );
+        for (t, v) in ["created", "approved", "denied", "expired"]
+            .iter()
+            .zip(&self.approvals)
+        {
+            let _ = writeln!(
+                out,
+                "parallax_approvals_total{{transition=\"{t}\"}} {}",
+                v.load(Relaxed)
+            );
         }
         if let Ok(sources) = self.sources.lock() {
             for s in sources.iter() {

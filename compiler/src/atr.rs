@@ -461,6 +461,7 @@ pub fn lower_rule(
         author: rule.author.clone(),
         sql: None,
         monitor: false,
+        approval: None,
     })))
 }
 

@@ -24,6 +24,7 @@ struct ConfigFile {
     reporting: Option<serde_yaml::Value>,
     proxy: Option<serde_yaml::Value>,
     mcp: Option<serde_yaml::Value>,
+    approvals: Option<serde_yaml::Value>,
     #[serde(default)]
     state: StateSettings,
     #[serde(default)]
@@ -267,6 +268,7 @@ fn front_door_sections(file: &ConfigFile) -> Result<FrontDoorSections, String> {
         ("reporting", &file.reporting),
         ("proxy", &file.proxy),
         ("mcp", &file.mcp),
+        ("approvals", &file.approvals),
     ] {
         let Some(value) = value.as_ref().filter(|v| !v.is_null()) else {
             continue;

@@ -93,6 +93,10 @@ pub struct IrRule {
     /// enforcing rule sets keep their fingerprints).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub monitor: bool,
+    /// Approval terms of an `action: approve` rule (left out when absent,
+    /// so other rule sets keep their fingerprints).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval: Option<parallax_runtime::ApprovalSpec>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -285,6 +285,12 @@ fn finish(c: Common, defaults: Defaults<'_>, predicate: Predicate) -> Result<IrR
     if c.id.trim().is_empty() {
         return Err("`id` must not be empty".into());
     }
+    if c.approval.is_some() && c.action != parallax_runtime::Action::Approve {
+        return Err(format!(
+            "`approval` is only for rules with `action: approve` (this one is `{}`)",
+            c.action
+        ));
+    }
     let stages = match c.stages {
         Some(s) if s.is_empty() => return Err("`stages` must not be empty".into()),
         Some(s) => StageSet::of(&s),
@@ -305,6 +311,7 @@ fn finish(c: Common, defaults: Defaults<'_>, predicate: Predicate) -> Result<IrR
         author: None,
         sql: None,
         monitor: c.mode.unwrap_or(defaults.mode) == RuleMode::Monitor,
+        approval: c.approval,
     })
 }
 

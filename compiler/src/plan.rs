@@ -523,6 +523,7 @@ pub fn compile(rules: &RuleSet, limits: &Limits) -> Compiled {
                 predicate: r.predicate.clone(),
                 author: r.author.clone(),
                 monitor: r.monitor,
+                approval: r.approval.clone(),
             });
         }
     }

@@ -3,7 +3,7 @@
 //! Unknown keys are errors (`deny_unknown_fields`): a misspelt `feilds:` must
 //! not silently fall back to scanning the default field.
 
-use parallax_runtime::{Action, Priority, Stage, Validator};
+use parallax_runtime::{Action, ApprovalSpec, Priority, Stage, Validator};
 use serde::Deserialize;
 
 /// A rule's own test cases: each an event (a mapping) or, for text rules, a
@@ -44,6 +44,8 @@ pub struct Common {
     pub tests: RuleTests,
     /// Replaces the evaluator's mode for this rule.
     pub mode: Option<RuleMode>,
+    /// `action: approve` only: who decides, how long, what expiry means.
+    pub approval: Option<ApprovalSpec>,
 }
 
 /// Whether a rule's action is enforced or only reported.
@@ -82,6 +84,7 @@ macro_rules! rule_source {
             #[serde(default)]
             pub tests: RuleTests,
             pub mode: Option<RuleMode>,
+            pub approval: Option<ApprovalSpec>,
             $($(#[$fm])* pub $f: $t,)*
         }
 
@@ -99,6 +102,7 @@ macro_rules! rule_source {
                     false_positives: self.false_positives.clone(),
                     tests: self.tests.clone(),
                     mode: self.mode,
+                    approval: self.approval.clone(),
                 }
             }
         }

@@ -21,6 +21,10 @@ pub enum Action {
     Detect,
     /// Rewrite the matched text to `[REDACTED]` and let the event through.
     Redact,
+    /// Hold the event until a human approves or denies it (or the approval
+    /// expires). Stronger than any rewrite: an approver sees the call as
+    /// asked. It does not stop the chain: later evaluators may still block.
+    Approve,
     /// Refuse the event.
     Block,
 }
@@ -31,12 +35,27 @@ impl Action {
             Action::Allow => "allow",
             Action::Detect => "detect",
             Action::Redact => "redact",
+            Action::Approve => "approve",
             Action::Block => "block",
         }
     }
 
     /// Actions a rule may ask for (`allow` is only ever a verdict).
-    pub const RULE_ACTIONS: [Action; 3] = [Action::Block, Action::Redact, Action::Detect];
+    pub const RULE_ACTIONS: [Action; 4] = [
+        Action::Block,
+        Action::Approve,
+        Action::Redact,
+        Action::Detect,
+    ];
+
+    /// Every verdict, weakest first.
+    pub const ALL: [Action; 5] = [
+        Action::Allow,
+        Action::Detect,
+        Action::Redact,
+        Action::Approve,
+        Action::Block,
+    ];
 }
 
 impl fmt::Display for Action {

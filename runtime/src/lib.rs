@@ -37,8 +37,8 @@ pub use field::{
 pub use predicate::{CompiledPredicate, Predicate, PredicateInput};
 pub use prepared::PreparedEvent;
 pub use program::{
-    Atom, AtomPath, CelExpr, EngineKind, EvaluatorMeta, FieldPlan, LiteralPlan, LiteralTarget,
-    Program, RuleMeta, ShardPlan, SqlRuleSpec, VerifierPlan,
+    ApprovalSpec, Atom, AtomPath, CelExpr, EngineKind, EvaluatorMeta, FieldPlan, LiteralPlan,
+    LiteralTarget, Program, RuleMeta, ShardPlan, SqlRuleSpec, TimeoutOutcome, VerifierPlan,
 };
 pub use report::{
     mask_secret_text, mask_secrets, Conclusion, EvaluationFailure, LateMatch, PartialFailure,

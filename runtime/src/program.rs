@@ -151,6 +151,36 @@ pub struct RuleMeta {
     /// action counts as at most `detect`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub monitor: bool,
+    /// `action: approve` rules: who may decide, for how long, and what an
+    /// expiry means.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<ApprovalSpec>,
+}
+
+/// A rule's approval terms (`approval:` on an `action: approve` rule).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalSpec {
+    /// Names from `approvals.approver_tokens` who may decide; empty: any
+    /// approver.
+    #[serde(default)]
+    pub approvers: Vec<String>,
+    /// How long the approval waits; default `approvals.timeout_seconds`.
+    #[serde(default)]
+    pub timeout_seconds: Option<u64>,
+    /// What an expired approval resolves to.
+    #[serde(default)]
+    pub on_timeout: TimeoutOutcome,
+}
+
+/// What an approval nobody decided in time resolves to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TimeoutOutcome {
+    /// Fail closed: the call does not happen.
+    #[default]
+    Deny,
+    Allow,
 }
 
 /// One thing to look for in one field.

@@ -39,6 +39,14 @@ pub struct Report {
     /// Set when evaluation itself failed and `fail_mode` decided the action.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failure: Option<EvaluationFailure>,
+    /// `approve`: the approval the event waits for (`id`, `status`,
+    /// `expires_at`, ...), filled in by whoever keeps approvals.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval: Option<Value>,
+    /// `approve` with a redaction rule matched too: the event rewritten, for
+    /// the answer once approved (never sent while the call is held).
+    #[serde(skip)]
+    pub held_rewrite: Option<Value>,
 }
 
 /// Why there is no real verdict.
@@ -178,6 +186,13 @@ impl Report {
         } else {
             (None, None)
         };
+        let held_rewrite = (action == Action::Approve
+            && verdict.matched.iter().any(|&r| {
+                let rule = &program.rules[r as usize];
+                rule.action == Action::Redact && !rule.monitor
+            }))
+        .then(|| redact(engine, event, verdict).1)
+        .flatten();
         Report {
             action,
             blocked: action == Action::Block,
@@ -188,6 +203,8 @@ impl Report {
             redacted_event,
             elapsed_ms: elapsed.as_secs_f64() * 1000.0,
             failure,
+            approval: None,
+            held_rewrite,
         }
     }
 
@@ -213,6 +230,8 @@ impl Report {
             redacted_event: None,
             elapsed_ms: elapsed.as_secs_f64() * 1000.0,
             failure: Some(failure),
+            approval: None,
+            held_rewrite: None,
         }
     }
 }

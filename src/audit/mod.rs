@@ -23,6 +23,9 @@ use writer::LogFile;
 
 enum Job {
     Entry(Box<AuditEntry>),
+    /// A line that is not a decision (an approval's transition), already
+    /// built and holding no secret.
+    Record(Box<serde_json::Value>),
     /// Flush now and say so (for tests and admin).
     Flush(SyncSender<()>),
 }
@@ -88,12 +91,21 @@ impl AuditLog {
 
     /// Queues one decision. Never blocks unless `on_full: block`.
     pub fn submit(&self, entry: AuditEntry) {
+        self.queue(Job::Entry(Box::new(entry)));
+    }
+
+    /// Queues a line that is not a decision (it must hold no secret).
+    pub fn submit_record(&self, record: serde_json::Value) {
+        self.queue(Job::Record(Box::new(record)));
+    }
+
+    fn queue(&self, job: Job) {
         let Some(tx) = self.sender() else {
             self.drop_line("the audit log is closed");
             return;
         };
         self.metrics.audit_queue_depth.fetch_add(1, Relaxed);
-        match tx.try_send(Job::Entry(Box::new(entry))) {
+        match tx.try_send(job) {
             Ok(()) => {}
             Err(TrySendError::Full(job)) if self.on_full == OnFull::Block => {
                 // Back-pressure: wait for the writer. On a multi-threaded
@@ -191,9 +203,13 @@ fn run(
             Duration::from_secs(3600)
         };
         match rx.recv_timeout(wait) {
-            Ok(Job::Entry(entry)) => {
+            Ok(job @ (Job::Entry(_) | Job::Record(_))) => {
                 metrics.audit_queue_depth.fetch_sub(1, Relaxed);
-                let mut line = record::build(&entry).to_string();
+                let mut line = match job {
+                    Job::Entry(entry) => record::build(&entry).to_string(),
+                    Job::Record(v) => v.to_string(),
+                    Job::Flush(_) => String::new(),
+                };
                 line.push('\n');
                 match file.append(line.as_bytes()) {
                     Ok(rotated) => {

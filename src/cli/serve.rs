@@ -145,6 +145,7 @@ pub fn run(opts: Options) -> ExitCode {
         }
         let state = Arc::new(state);
         tokio::spawn(reload_on_sighup(state.clone()));
+        tokio::spawn(state.clone().run_approval_expiry());
         http::serve_doors(listener, state, doors, shutdown_signal()).await;
         tracing::info!("shut down");
         ExitCode::SUCCESS

@@ -26,6 +26,7 @@ pub mod origin;
 pub mod reload;
 pub mod rules_in_force;
 
+use crate::approvals::{self, Approval, Approvals, NewApproval, Status};
 use crate::audit::{AuditEntry, AuditLog};
 use crate::metrics::Metrics;
 use crate::settings::Settings;
@@ -48,6 +49,15 @@ use std::time::{Duration, Instant, SystemTime};
 /// Why the SQL rules did not run: (`sql_store` or `timeout`, message).
 type StoreFailure = (&'static str, String);
 
+/// Why the decision service cannot start.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Approvals(#[from] approvals::StoreError),
+}
+
 /// What every front door shares.
 pub struct DecisionService {
     current: ArcSwap<RulesInForce>,
@@ -64,6 +74,8 @@ pub struct DecisionService {
     /// Replay mode (`parallax eval`): each event's own `timestamp` is the
     /// store's clock.
     event_clock: bool,
+    /// Approvals in SQLite; `None` while no rule asks for approval.
+    approvals: Option<Approvals>,
 }
 
 /// An event between the compiled evaluators and the SQL rules.
@@ -83,7 +95,7 @@ impl DecisionService {
     /// Decisions only (no audit log, no webhook, no reload), with the
     /// side-store its SQL rules need on the system clock. Fails only when
     /// the store cannot be opened (an unreadable `state.path`).
-    pub fn new(engine: Engine, settings: Settings) -> Result<DecisionService, StoreError> {
+    pub fn new(engine: Engine, settings: Settings) -> Result<DecisionService, OpenError> {
         DecisionService::with_clock(engine, settings, Arc::new(SystemClock))
     }
 
@@ -92,18 +104,30 @@ impl DecisionService {
         engine: Engine,
         settings: Settings,
         clock: Arc<dyn Clock>,
-    ) -> Result<DecisionService, StoreError> {
+    ) -> Result<DecisionService, OpenError> {
         let store = parallax_store::open_for(engine.program(), &settings.state, clock.clone())?;
+        let metrics = Metrics::new();
+        let asks_approval = engine
+            .program()
+            .rules
+            .iter()
+            .any(|r| r.action == Action::Approve);
+        let approvals = if asks_approval {
+            Some(Approvals::open(&settings.approvals, metrics.clone())?)
+        } else {
+            None
+        };
         Ok(DecisionService {
             current: ArcSwap::from_pointee(RulesInForce::new(engine)),
             settings,
-            metrics: Metrics::new(),
+            metrics,
             audit: None,
             webhook: None,
             reload: None,
             store: ArcSwapOption::from(store.map(Arc::new)),
             clock,
             event_clock: false,
+            approvals,
         })
     }
 
@@ -121,8 +145,34 @@ impl DecisionService {
 
     /// Sets the metrics the audit log and webhook already report to.
     pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> DecisionService {
+        if let Some(a) = &mut self.approvals {
+            a.set_metrics(metrics.clone());
+        }
         self.metrics = metrics;
         self
+    }
+
+    /// The approvals, when a rule asks for approval.
+    pub fn approvals(&self) -> Option<&Approvals> {
+        self.approvals.as_ref()
+    }
+
+    /// Expires due approvals once a second, so an expiry is recorded (audit
+    /// line, metric, woken waiters) even when nobody is reading. Returns at
+    /// once when no rule asks for approval.
+    pub async fn run_approval_expiry(self: Arc<Self>) {
+        if self.approvals.is_none() {
+            return;
+        }
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        loop {
+            tick.tick().await;
+            if let Some(a) = &self.approvals {
+                if let Err(e) = a.expire_due(self.audit.as_ref()) {
+                    tracing::error!(error = %e, "cannot expire approvals");
+                }
+            }
+        }
     }
 
     pub fn with_audit(mut self, audit: AuditLog) -> DecisionService {
@@ -296,11 +346,152 @@ impl DecisionService {
                 started,
             ),
         };
+        let report = if report.action == Action::Approve {
+            self.hold(&current.engine, &prepared.event, report)
+        } else {
+            report
+        };
         if report.failure.is_some() {
             self.metrics.evaluation_failed();
         }
         self.record(&current.engine, prepared.event, origin, &report, started);
         report
+    }
+
+    /// An `approve` verdict: the approval is recorded (pending) and named
+    /// in the report. If it cannot be recorded, fail_mode decides.
+    fn hold(&self, engine: &Engine, event: &Event, mut report: Report) -> Report {
+        let program = engine.program();
+        let asking: Vec<&parallax_runtime::RuleMeta> = report
+            .results
+            .iter()
+            .filter(|r| r.action == Action::Approve && !r.monitor)
+            .filter_map(|r| program.rules.iter().find(|m| m.id == r.rule_id))
+            .collect();
+        let Some(approvals) = &self.approvals else {
+            return self.hold_failed(report, "no approvals store is open".into());
+        };
+        let specs: Vec<&parallax_runtime::ApprovalSpec> =
+            asking.iter().filter_map(|r| r.approval.as_ref()).collect();
+        // The strictest terms of the rules that asked: every named
+        // approver list joined, the shortest timeout, deny on expiry if any
+        // rule says so.
+        let mut approvers: Vec<String> = specs
+            .iter()
+            .flat_map(|s| s.approvers.iter().cloned())
+            .collect();
+        approvers.sort();
+        approvers.dedup();
+        let timeout = specs
+            .iter()
+            .filter_map(|s| s.timeout_seconds)
+            .min()
+            .unwrap_or(approvals.settings.timeout_seconds)
+            .max(1);
+        let on_timeout = if specs.is_empty()
+            || specs
+                .iter()
+                .any(|s| s.on_timeout == parallax_runtime::TimeoutOutcome::Deny)
+        {
+            parallax_runtime::TimeoutOutcome::Deny
+        } else {
+            parallax_runtime::TimeoutOutcome::Allow
+        };
+        let approved_action = report
+            .results
+            .iter()
+            .filter(|r| !r.monitor && r.action != Action::Approve)
+            .map(|r| r.action.min(Action::Redact))
+            .max()
+            .unwrap_or(Action::Allow);
+        let mut masked = event.clone();
+        parallax_runtime::mask_secrets(engine, &mut masked);
+        let created = approvals::now();
+        let new = NewApproval {
+            id: approvals.new_id(),
+            created_at: created,
+            expires_at: created + timeout as f64,
+            rule_ids: asking.iter().map(|r| r.id.clone()).collect(),
+            reason: report
+                .results
+                .iter()
+                .filter(|r| r.action == Action::Approve)
+                .map(|r| r.reason.clone())
+                .collect::<Vec<_>>()
+                .join("; "),
+            approvers,
+            on_timeout,
+            event: masked.to_value(),
+            session_id: event.session_id.clone(),
+            approved_action,
+            approved_event: report.held_rewrite.take(),
+        };
+        match approvals.create(new, self.audit.as_ref()) {
+            Ok(a) => {
+                report.approval = Some(approvals::ticket(&a));
+                report
+            }
+            Err(e) => self.hold_failed(report, e.to_string()),
+        }
+    }
+
+    fn hold_failed(&self, mut report: Report, message: String) -> Report {
+        let fail_mode = self.settings.server.fail_mode;
+        tracing::error!(%message, ?fail_mode, "cannot record an approval");
+        report.reasons.push(format!(
+            "the approval could not be recorded ({message}); fail_mode {} decided",
+            fail_mode.as_str()
+        ));
+        report.action = match fail_mode {
+            parallax_runtime::FailMode::Closed => Action::Block,
+            parallax_runtime::FailMode::Open => Action::Allow,
+        };
+        report.blocked = report.action == Action::Block;
+        report.failure = Some(EvaluationFailure {
+            kind: "approvals".into(),
+            message,
+            fail_mode,
+        });
+        report
+    }
+
+    /// [`DecisionService::decide_async`], then, for an `approve`, waits up
+    /// to `wait` (at most `approvals.max_wait_seconds`) for the approval to
+    /// resolve and answers with its outcome; still pending after the wait,
+    /// the report says `approve` with the pending approval.
+    pub async fn decide_waiting(
+        &self,
+        event: Event,
+        origin: &Origin,
+        started: Instant,
+        wait: Duration,
+    ) -> Report {
+        let report = self.decide_async(event, origin, started).await;
+        self.wait_for_approval(report, wait).await
+    }
+
+    /// Waits for the approval a report holds (see
+    /// [`DecisionService::decide_waiting`]).
+    pub async fn wait_for_approval(&self, report: Report, wait: Duration) -> Report {
+        let (Some(approvals), Some(id)) = (
+            &self.approvals,
+            report
+                .approval
+                .as_ref()
+                .and_then(|a| a["id"].as_str())
+                .map(str::to_string),
+        ) else {
+            return report;
+        };
+        if report.action != Action::Approve || wait.is_zero() {
+            return report;
+        }
+        let wait = wait.min(Duration::from_secs(approvals.settings.max_wait_seconds));
+        match approvals.wait(&id, wait, self.audit.as_ref()).await {
+            Ok(Some(a)) if a.status != Status::Pending => resolve(report, &a),
+            Ok(_) => report,
+            Err(e) => self.hold_failed(report, e.to_string()),
+        }
     }
 
     /// The fail_mode answer when there is no verdict at all (`kind`:
@@ -371,6 +562,41 @@ impl DecisionService {
             crate::audit::run_blocking(|| a.close());
         }
     }
+}
+
+/// The answer once an approval is resolved: approved (or expired with
+/// `on_timeout: allow`) → what the other matched rules ask (allow, detect,
+/// or redact with the rewritten event); denied or expired → block.
+pub fn resolve(mut report: Report, a: &Approval) -> Report {
+    let allowed = a.outcome.as_deref() == Some("allow");
+    report.approval = Some(approvals::ticket(a));
+    let how = match a.status {
+        Status::Expired => "expired without a decision".to_string(),
+        _ => format!(
+            "{} by {}{}",
+            a.status.as_str(),
+            a.decided_by.as_deref().unwrap_or("?"),
+            a.comment
+                .as_deref()
+                .map(|c| format!(": {c}"))
+                .unwrap_or_default()
+        ),
+    };
+    report.reasons.push(format!("approval {}: {how}", a.id));
+    if allowed {
+        report.action = a.approved_action;
+        report.redacted_event = if a.approved_action == Action::Redact {
+            a.approved_event.clone()
+        } else {
+            None
+        };
+    } else {
+        report.action = Action::Block;
+        report.redacted_event = None;
+        report.redacted = None;
+    }
+    report.blocked = report.action == Action::Block;
+    report
 }
 
 /// What a panic said, as text.

@@ -16,6 +16,11 @@ pub async fn evaluate(req: Request<Incoming>, service: &DecisionService) -> Resp
     let server = &service.settings.server;
     // `parallax hook` says it is the hook door (recorded, never decisive).
     let origin = crate::hooks::client::origin_from_headers(req.headers());
+    // `?wait=SECONDS`: hold the answer while an approval is pending.
+    let wait = match wait_param(req.uri().query()) {
+        Ok(w) => w,
+        Err(message) => return error(StatusCode::BAD_REQUEST, "invalid_query", message),
+    };
     let body = match body::read_json(req, server, &service.metrics).await {
         Ok(b) => b,
         Err(response) => return response,
@@ -30,7 +35,7 @@ pub async fn evaluate(req: Request<Incoming>, service: &DecisionService) -> Resp
             return error(StatusCode::BAD_REQUEST, code, message);
         }
     };
-    let report = service.decide_async(event, &origin, started).await;
+    let report = service.decide_waiting(event, &origin, started, wait).await;
     match serde_json::to_vec(&report) {
         Ok(body) => json_response(StatusCode::OK, body),
         Err(e) => error(
@@ -39,6 +44,26 @@ pub async fn evaluate(req: Request<Incoming>, service: &DecisionService) -> Resp
             format!("could not encode the verdict: {e}"),
         ),
     }
+}
+
+/// The `wait` query parameter (seconds, fractions allowed), zero without
+/// one.
+pub fn wait_param(query: Option<&str>) -> Result<std::time::Duration, String> {
+    let Some(q) = query else {
+        return Ok(std::time::Duration::ZERO);
+    };
+    for pair in q.split('&') {
+        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+        if k == "wait" {
+            return match v.parse::<f64>() {
+                Ok(s) if s.is_finite() && s >= 0.0 => {
+                    Ok(std::time::Duration::from_secs_f64(s.min(86_400.0)))
+                }
+                _ => Err(format!("`wait` must be a number of seconds, not `{v}`")),
+            };
+        }
+    }
+    Ok(std::time::Duration::ZERO)
 }
 
 /// A body as an event, or the error code (`malformed_json`,

@@ -8,6 +8,7 @@
 //! (`server.max_connections`) and the time a client gets to send its head.
 
 pub mod admin;
+pub mod approvals;
 pub mod auth;
 pub mod body;
 pub mod evaluate;

@@ -46,6 +46,19 @@ pub async fn handle(
         ));
     }
     let path = req.uri().path();
+    // Approvals authenticate their own callers (approvers have tokens of
+    // their own; the agent's token may read but never decide).
+    if path == "/approvals" || path.starts_with("/approvals/") {
+        if let Some(r) = super::approvals::route(req, &service).await {
+            return Ok(r);
+        }
+        return Ok(error(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            "no such endpoint".into(),
+        ));
+    }
+    let path = req.uri().path();
     let proxied = doors.proxy.is_some() && crate::proxy::is_proxy_path(path);
     if path != "/health" {
         if let Some(token) = &server.auth_token {

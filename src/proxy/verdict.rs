@@ -48,9 +48,12 @@ impl Inspector {
                 };
             }
         };
+        // An `approve` holds the model call until the approval resolves
+        // (at most approvals.max_wait_seconds).
+        let wait = std::time::Duration::from_secs(self.service.settings.approvals.max_wait_seconds);
         let report = self
             .service
-            .decide_async(event, &self.origin, started)
+            .decide_waiting(event, &self.origin, started, wait)
             .await;
         outcome(&report, what)
     }
@@ -61,6 +64,14 @@ pub fn outcome(report: &Report, what: &str) -> Outcome {
     match report.action {
         Action::Block => Outcome::Block {
             text: block_text(report, what),
+        },
+        // Not waited for here: [`Inspector::decide`] waits for the approval
+        // first, so an approve left at this point was not granted in time.
+        Action::Approve => Outcome::Block {
+            text: format!(
+                "Parallax held this {what} for a human approval that was not given: {}",
+                report.reasons.join("; ")
+            ),
         },
         Action::Redact => match &report.redacted_event {
             Some(event) => Outcome::Redact {

@@ -80,6 +80,19 @@ pub fn problems(s: &Settings) -> Vec<String> {
             out.push(format!("{name} must be at least 1"));
         }
     }
+    for (name, token) in &s.approvals.approver_tokens {
+        if token.trim().is_empty() {
+            out.push(format!("approvals.approver_tokens.{name} is empty"));
+        } else if s.server.auth_token.as_deref() == Some(token.as_str()) {
+            out.push(format!(
+                "approvals.approver_tokens.{name} is server.auth_token: the agent's token must \
+                 not be able to approve its own calls"
+            ));
+        }
+    }
+    if s.approvals.timeout_seconds == 0 {
+        out.push("approvals.timeout_seconds must be at least 1".into());
+    }
     if s.server.request_timeout_ms == 0 {
         out.push("server.request_timeout_ms must be at least 1".into());
     }

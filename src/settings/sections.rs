@@ -20,6 +20,7 @@ pub struct Settings {
     pub reporting: ReportingSettings,
     pub proxy: ProxySettings,
     pub mcp: McpSettings,
+    pub approvals: ApprovalsSettings,
     /// The SQL rules' side-store (typed by the runtime, which opens it).
     pub state: StateSettings,
 }
@@ -51,6 +52,9 @@ impl Settings {
         }
         if let Some(v) = sections.get("mcp") {
             parse_section("mcp", v, &mut settings.mcp, &mut problems);
+        }
+        if let Some(v) = sections.get("approvals") {
+            parse_section("approvals", v, &mut settings.approvals, &mut problems);
         }
         if problems.is_empty() {
             Ok(settings)
@@ -296,6 +300,35 @@ impl Default for McpSettings {
         McpSettings {
             poisoned_tools: PoisonedTools::Remove,
             max_message_bytes: 64 * 1024 * 1024,
+        }
+    }
+}
+
+/// Human approvals (`approvals:`): where pending approvals are kept and who
+/// may decide them (docs/APPROVALS.md).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ApprovalsSettings {
+    /// The SQLite file pending approvals live in, so a restart loses none
+    /// (relative to the working directory). Opened only when a rule asks
+    /// for approval.
+    pub path: String,
+    /// The approvers, by name: each decides with `Authorization: Bearer
+    /// <token>`. The agent's `server.auth_token` cannot decide.
+    pub approver_tokens: std::collections::BTreeMap<String, String>,
+    /// How long an approval waits for a decision unless its rule says.
+    pub timeout_seconds: u64,
+    /// The longest `?wait=SECONDS` a caller may hold a request for.
+    pub max_wait_seconds: u64,
+}
+
+impl Default for ApprovalsSettings {
+    fn default() -> Self {
+        ApprovalsSettings {
+            path: "parallax-approvals.db".into(),
+            approver_tokens: Default::default(),
+            timeout_seconds: 600,
+            max_wait_seconds: 600,
         }
     }
 }

@@ -105,6 +105,7 @@ pub fn lint_dir(dir: &Path, ctx: &SigmaContext) -> Result<DirReport, CompileErro
                         author: l.author,
                         sql: None,
                         monitor: c.mode == Some(crate::source::RuleMode::Monitor),
+                        approval: c.approval,
                     });
                 }
                 Err(m) => failures.push(CompileError::rule(file, label, m)),

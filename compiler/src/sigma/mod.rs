@@ -127,6 +127,8 @@ pub struct SigmaRule {
     /// Parallax: `monitor` reports without enforcing (default: the
     /// evaluator's mode).
     pub mode: Option<RuleMode>,
+    /// Parallax extension: approval terms of an `action: approve` rule.
+    pub approval: Option<parallax_runtime::ApprovalSpec>,
 }
 
 /// A Parallax category for a rule's ATT&CK tactic tags (`attack.<tactic>`),
@@ -248,6 +250,7 @@ pub fn lower(value: Value, ctx: &SigmaContext, table: &mut AtomTable) -> Result<
             false_positives: false_positives(&rule.falsepositives),
             tests: rule.tests.clone(),
             mode: rule.mode,
+            approval: rule.approval.clone(),
         },
         predicate,
         author: rule.author.clone(),

@@ -1,0 +1,266 @@
+//! Human approval: the lifecycle of a call a rule holds (`action:
+//! approve`) until an approver decides or it expires.
+//!
+//! created (pending) ──approve──▶ approved ─▶ the call goes ahead
+//!         │        └──deny─────▶ denied   ─▶ the call is blocked
+//!         └──deadline passed───▶ expired  ─▶ the rule's `on_timeout`
+//!                                            (deny unless it says allow)
+//!
+//! [`store`] keeps every approval in SQLite (a file by default, so pending
+//! approvals and their deadlines survive a restart). Each transition is an
+//! audit line (`kind: approval`) and a metric; waiters (`?wait=SECONDS`)
+//! are woken by any transition and re-read the record, so a missed wake-up
+//! costs at most a re-check, never a lost decision. An approver
+//! authenticates with their own token (`approvals.approver_tokens`): the
+//! agent's token cannot approve its own call.
+
+pub mod store;
+
+use crate::audit::AuditLog;
+use crate::metrics::Metrics;
+use crate::settings::ApprovalsSettings;
+use serde_json::{json, Value};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+pub use store::{Approval, ApprovalStore, NewApproval, Status, StoreError};
+use tokio::sync::Notify;
+
+/// Seconds since the epoch.
+pub fn now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// RFC 3339 (UTC) of epoch seconds.
+pub fn rfc3339(secs: f64) -> String {
+    let at = UNIX_EPOCH + Duration::from_secs_f64(secs.max(0.0));
+    crate::audit::record::timestamp(at)
+}
+
+/// Why a decision was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum DecideError {
+    #[error("no approval `{0}`")]
+    NotFound(String),
+    /// Decided or expired already: the recorded outcome stands.
+    #[error("approval `{}` is {} already", .0.id, .0.status.as_str())]
+    Closed(Box<Approval>),
+    #[error("`{who}` may not decide approval `{id}` (its rule names: {allowed})")]
+    NotAllowed {
+        who: String,
+        id: String,
+        allowed: String,
+    },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+pub struct Approvals {
+    store: Mutex<ApprovalStore>,
+    changed: Notify,
+    pub settings: ApprovalsSettings,
+    metrics: Arc<Metrics>,
+    counter: AtomicU64,
+}
+
+impl Approvals {
+    pub fn open(
+        settings: &ApprovalsSettings,
+        metrics: Arc<Metrics>,
+    ) -> Result<Approvals, StoreError> {
+        Ok(Approvals {
+            store: Mutex::new(ApprovalStore::open(&settings.path)?),
+            changed: Notify::new(),
+            settings: settings.clone(),
+            metrics,
+            counter: AtomicU64::new(0),
+        })
+    }
+
+    /// Uses `metrics` from now on (the server's, shared with the rest).
+    pub fn set_metrics(&mut self, metrics: Arc<Metrics>) {
+        self.metrics = metrics;
+    }
+
+    fn with_store<R>(&self, f: impl FnOnce(&ApprovalStore) -> R) -> R {
+        let guard = match self.store.lock() {
+            Ok(g) => g,
+            // A panic while holding the lock leaves SQLite consistent (each
+            // statement is atomic): go on with it.
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        f(&guard)
+    }
+
+    /// A fresh approval id: time, process and a counter, hashed so ids do
+    /// not reveal how many approvals there were.
+    pub fn new_id(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let n = self.counter.fetch_add(1, Relaxed);
+        let mut h = Sha256::new();
+        h.update(format!("{}:{}:{n}", now(), std::process::id()).as_bytes());
+        let d = h.finalize();
+        let hex: String = d.iter().take(10).map(|b| format!("{b:02x}")).collect();
+        format!("apr_{hex}")
+    }
+
+    fn transition(&self, a: &Approval, what: &str, audit: Option<&AuditLog>) {
+        let i = match what {
+            "created" => 0,
+            "approved" => 1,
+            "denied" => 2,
+            _ => 3,
+        };
+        self.metrics.approvals[i].fetch_add(1, Relaxed);
+        tracing::info!(id = %a.id, transition = what, by = a.decided_by.as_deref().unwrap_or("-"), "approval");
+        if let Some(log) = audit {
+            log.submit_record(json!({
+                "kind": "approval",
+                "ts": rfc3339(now()),
+                "transition": what,
+                "approval": ticket(a),
+                "by": a.decided_by,
+                "comment": a.comment,
+                "session_id": a.session_id,
+            }));
+        }
+        self.changed.notify_waiters();
+    }
+
+    pub fn create(
+        &self,
+        new: NewApproval,
+        audit: Option<&AuditLog>,
+    ) -> Result<Approval, StoreError> {
+        self.with_store(|s| s.insert(&new))?;
+        let a = self
+            .get(&new.id)?
+            .ok_or_else(|| StoreError::Corrupt(format!("approval {} vanished", new.id)))?;
+        self.transition(&a, "created", audit);
+        Ok(a)
+    }
+
+    /// The approval as recorded (see [`Approvals::expire_due`]).
+    pub fn get(&self, id: &str) -> Result<Option<Approval>, StoreError> {
+        self.with_store(|s| s.get(id))
+    }
+
+    pub fn list(&self, status: Option<Status>, limit: usize) -> Result<Vec<Approval>, StoreError> {
+        self.with_store(|s| s.list(status, limit))
+    }
+
+    /// Expires what is due; called on a timer and before every read that
+    /// matters, so correctness never waits for the timer.
+    pub fn expire_due(&self, audit: Option<&AuditLog>) -> Result<usize, StoreError> {
+        let ids = self.with_store(|s| s.expire_due(now()))?;
+        for id in &ids {
+            if let Some(a) = self.get(id)? {
+                self.transition(&a, "expired", audit);
+            }
+        }
+        Ok(ids.len())
+    }
+
+    /// `who` approves or denies `id`.
+    pub fn decide(
+        &self,
+        id: &str,
+        approve: bool,
+        who: &str,
+        comment: Option<&str>,
+        audit: Option<&AuditLog>,
+    ) -> Result<Approval, DecideError> {
+        self.expire_due(audit)?;
+        let a = self
+            .get(id)?
+            .ok_or_else(|| DecideError::NotFound(id.to_string()))?;
+        if a.status != Status::Pending {
+            return Err(DecideError::Closed(Box::new(a)));
+        }
+        if !a.approvers.is_empty() && !a.approvers.iter().any(|n| n == who) {
+            return Err(DecideError::NotAllowed {
+                who: who.to_string(),
+                id: id.to_string(),
+                allowed: a.approvers.join(", "),
+            });
+        }
+        let status = if approve {
+            Status::Approved
+        } else {
+            Status::Denied
+        };
+        let won = self.with_store(|s| s.decide(id, status, who, comment, now()))?;
+        let a = self
+            .get(id)?
+            .ok_or_else(|| DecideError::NotFound(id.to_string()))?;
+        if !won {
+            // Someone else decided, or the deadline passed, in between.
+            return Err(DecideError::Closed(Box::new(a)));
+        }
+        self.transition(&a, a.status.as_str(), audit);
+        Ok(a)
+    }
+
+    /// Waits up to `max` for `id` to leave `pending`; the record as it
+    /// stands then.
+    pub async fn wait(
+        &self,
+        id: &str,
+        max: Duration,
+        audit: Option<&AuditLog>,
+    ) -> Result<Option<Approval>, StoreError> {
+        let deadline = Instant::now() + max;
+        loop {
+            let notified = self.changed.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            self.expire_due(audit)?;
+            let Some(a) = self.get(id)? else {
+                return Ok(None);
+            };
+            let left = deadline.saturating_duration_since(Instant::now());
+            if a.status != Status::Pending || left.is_zero() {
+                return Ok(Some(a));
+            }
+            let to_expiry = Duration::from_secs_f64((a.expires_at - now()).max(0.0));
+            let nap = left.min(to_expiry + Duration::from_millis(5));
+            tokio::select! {
+                _ = &mut notified => {}
+                _ = tokio::time::sleep(nap) => {}
+            }
+        }
+    }
+}
+
+/// What callers are told of an approval.
+pub fn ticket(a: &Approval) -> Value {
+    let mut t = json!({
+        "id": a.id,
+        "status": a.status,
+        "created_at": rfc3339(a.created_at),
+        "expires_at": rfc3339(a.expires_at),
+        "reason": a.reason,
+        "rule_id": a.rule_ids.first(),
+        "rule_ids": a.rule_ids,
+        "approvers": a.approvers,
+        "on_timeout": a.on_timeout,
+    });
+    if a.status != Status::Pending {
+        t["outcome"] = json!(a.outcome);
+        t["decided_by"] = json!(a.decided_by);
+        t["decided_at"] = json!(a.decided_at.map(rfc3339));
+        t["comment"] = json!(a.comment);
+    }
+    t
+}
+
+/// The whole record, for approvers (`GET /approvals/{id}`): the ticket and
+/// the (masked) event as asked.
+pub fn full(a: &Approval) -> Value {
+    let mut t = ticket(a);
+    t["event"] = a.event.clone();
+    t["session_id"] = json!(a.session_id);
+    t
+}
