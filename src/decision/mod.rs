@@ -346,7 +346,9 @@ impl DecisionService {
                 started,
             ),
         };
-        let report = if report.action == Action::Approve {
+        // A replay (`parallax eval`) reports the approve verdict but asks
+        // nobody: replaying a log must not create approvals.
+        let report = if report.action == Action::Approve && !self.event_clock {
             self.hold(&current.engine, &prepared.event, report)
         } else {
             report
