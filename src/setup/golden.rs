@@ -81,10 +81,13 @@ fn round_trip(
     );
 }
 
+/// name, transport, url, --fail-closed, the file before setup.
+type ClaudeCase<'a> = (&'a str, Transport, &'a str, bool, Option<&'a [u8]>);
+
 #[test]
 fn claude_code_settings() {
     let user = std::fs::read(fixtures().join("claudecode-user.json")).unwrap();
-    let cases: [(&str, Transport, &str, bool, Option<&[u8]>); 4] = [
+    let cases: [ClaudeCase; 4] = [
         (
             "claudecode-empty",
             Transport::Command,
