@@ -27,7 +27,7 @@ use hyper::body::{Frame, Incoming};
 use hyper::header::{HeaderValue, CONTENT_TYPE};
 use hyper::{Method, Request, Response, StatusCode, Uri};
 use serde_json::Value;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
@@ -39,16 +39,16 @@ type Body = crate::http::response::Body;
 /// Sessions remembered at most; the oldest is forgotten beyond.
 const MAX_SESSIONS: usize = 4096;
 
+/// The gates by session key, and the keys oldest first.
+type Sessions = (HashMap<String, Arc<Gate>>, VecDeque<String>);
+
 /// The proxy's shared state.
 pub struct McpProxy {
     service: Arc<DecisionService>,
     upstream: Upstream,
     endpoint: Uri,
     name: Option<String>,
-    gates: Mutex<(
-        HashMap<String, Arc<Gate>>,
-        std::collections::VecDeque<String>,
-    )>,
+    gates: Mutex<Sessions>,
 }
 
 impl McpProxy {
@@ -63,7 +63,7 @@ impl McpProxy {
             upstream,
             endpoint,
             name,
-            gates: Mutex::new((HashMap::new(), std::collections::VecDeque::new())),
+            gates: Mutex::new((HashMap::new(), VecDeque::new())),
         })
     }
 
