@@ -29,7 +29,7 @@ pub mod validator;
 pub use action::{Action, Priority};
 pub use bitset::BitSet;
 pub use check::{Check, CheckOp, NumCmp, TextMode};
-pub use engine::{Backend, Engine, EngineError, Predicates, Scratch, Verdict};
+pub use engine::{Backend, Engine, EngineError, OwnedVerdict, Predicates, Scratch, Verdict};
 pub use event::{Event, EventError};
 pub use field::{
     Canonical, FieldRef, JsonRoot, TopField, UnknownField, CANONICAL_NAMES, TOP_FIELD_NAMES,

@@ -34,8 +34,8 @@ use crate::webhook::Webhook;
 use arc_swap::{ArcSwap, ArcSwapOption};
 pub use origin::{Door, Origin};
 use parallax_runtime::{
-    Action, Conclusion, Engine, EvaluationFailure, Event, PartialFailure, PreparedEvent, Report,
-    Scratch,
+    Action, Conclusion, Engine, EvaluationFailure, Event, OwnedVerdict, PartialFailure,
+    PreparedEvent, Report,
 };
 use parallax_store::{
     late_matches, Clock, SqlHit, StoreError, StoreHandle, StoreRequest, SystemClock,
@@ -82,9 +82,10 @@ pub struct DecisionService {
 struct Pending {
     current: Arc<RulesInForce>,
     prepared: PreparedEvent,
-    /// The engine's verdict lives in it ([`Scratch::verdict`]); `None` when
-    /// the engine panicked (the scratch is then dropped, not pooled).
-    scratch: Option<Scratch>,
+    /// The engine's verdict, copied out so its scratch went back to the
+    /// pool before any wait; `None` when the engine panicked (that scratch
+    /// is dropped, not pooled).
+    verdict: Option<OwnedVerdict>,
     /// What to send the side-store, when there is one.
     request: Option<StoreRequest>,
     /// Why there is no verdict (the engine panicked).
@@ -264,20 +265,22 @@ impl DecisionService {
                 });
                 StoreRequest::new(&prepared, &verdict, current.engine.program(), now)
             });
-            (scratch, request)
+            let owned = verdict.to_owned_verdict();
+            current.put_scratch(scratch);
+            (owned, request)
         }));
         match outcome {
-            Ok((scratch, request)) => Pending {
+            Ok((verdict, request)) => Pending {
                 current,
                 prepared,
-                scratch: Some(scratch),
+                verdict: Some(verdict),
                 request,
                 panicked: None,
             },
             Err(panic) => Pending {
                 current,
                 prepared,
-                scratch: None,
+                verdict: None,
                 request: None,
                 panicked: Some(panic_message(panic)),
             },
@@ -295,14 +298,14 @@ impl DecisionService {
         let Pending {
             current,
             prepared,
-            scratch,
+            verdict,
             panicked,
             ..
         } = pending;
         let monitor = self.settings.server.monitor;
         let fail_mode = self.settings.server.fail_mode;
-        let report = match (scratch, panicked) {
-            (Some(scratch), None) => {
+        let report = match (verdict, panicked) {
+            (Some(owned), None) => {
                 let engine = &current.engine;
                 let (late, failure) = match hits {
                     Some(Ok(hits)) => (late_matches(engine.program(), &hits), None),
@@ -329,14 +332,11 @@ impl DecisionService {
                     failure,
                 };
                 let built = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                    let verdict = scratch.verdict();
+                    let verdict = owned.verdict();
                     Report::decide(engine, &prepared, &verdict, &conclusion, started.elapsed())
                 }));
                 match built {
-                    Ok(report) => {
-                        current.put_scratch(scratch);
-                        report
-                    }
+                    Ok(report) => report,
                     Err(panic) => self.failed("internal", panic_message(panic), started),
                 }
             }
