@@ -221,9 +221,12 @@ impl Gate {
                 };
             }
         };
+        // An `approve` holds the call until the approval resolves (at most
+        // approvals.max_wait_seconds); still pending then, it is refused.
+        let wait = std::time::Duration::from_secs(self.service.settings.approvals.max_wait_seconds);
         let report = self
             .service
-            .decide_async(event, &self.origin(), started)
+            .decide_waiting(event, &self.origin(), started, wait)
             .await;
         Decision::of(&report, what)
     }
@@ -429,7 +432,7 @@ impl Gate {
 #[derive(Debug)]
 enum Decision {
     Pass,
-    /// Refused (block, or approve until approvals can hold a call): the
+    /// Refused (block, or an approval still pending after the wait): the
     /// text says why, for the model to read.
     Refuse(String),
     /// The event with the matches rewritten.
@@ -456,8 +459,8 @@ impl Decision {
                     })
                     .unwrap_or_else(|| "unknown".into());
                 Decision::Refuse(format!(
-                    "Parallax is holding this {what} for a human approval (approval {id}); \
-                     it was not run. {}",
+                    "Parallax held this {what} for a human approval that was not given in \
+                     time (approval {id}); it was not run. {}",
                     reasons(report)
                 ))
             }
