@@ -225,7 +225,12 @@ impl Approvals {
                 return Ok(Some(a));
             }
             let to_expiry = Duration::from_secs_f64((a.expires_at - now()).max(0.0));
-            let nap = left.min(to_expiry + Duration::from_millis(5));
+            // Re-read at least twice a second: another process sharing the
+            // database (a `parallax mcp wrap` or a hook beside the server
+            // the approver talks to) decides without waking us.
+            let nap = left
+                .min(to_expiry + Duration::from_millis(5))
+                .min(Duration::from_millis(500));
             tokio::select! {
                 _ = &mut notified => {}
                 _ = tokio::time::sleep(nap) => {}
