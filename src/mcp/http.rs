@@ -20,17 +20,16 @@ use crate::decision::DecisionService;
 use crate::http::response::{full, BoxError};
 use crate::proxy::headers::{client_response, upstream_request};
 use crate::proxy::sse::{encode_comment, encode_event, SseItem, SseParser};
+use crate::proxy::stream::ChannelBody;
 use crate::proxy::upstream::{Upstream, UpstreamBody};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
-use hyper::body::{Frame, Incoming};
+use hyper::body::Incoming;
 use hyper::header::{HeaderValue, CONTENT_TYPE};
 use hyper::{Method, Request, Response, StatusCode, Uri};
 use serde_json::Value;
 use std::collections::{HashMap, VecDeque};
-use std::pin::Pin;
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
@@ -280,23 +279,6 @@ fn merge(local: Option<Vec<u8>>, upstream: Vec<u8>) -> Vec<u8> {
     serde_json::to_vec(&Value::Array(all)).unwrap_or_default()
 }
 
-/// A body fed by a channel.
-struct ChannelBody {
-    rx: mpsc::Receiver<Bytes>,
-}
-
-impl hyper::body::Body for ChannelBody {
-    type Data = Bytes;
-    type Error = BoxError;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        self.rx.poll_recv(cx).map(|b| b.map(|b| Ok(Frame::data(b))))
-    }
-}
-
 /// The server's event stream, each event's message through the gate.
 fn sse_body(
     upstream: Incoming,
@@ -362,5 +344,5 @@ fn sse_body(
             }
         }
     });
-    ChannelBody { rx }.boxed()
+    ChannelBody::new(rx).boxed()
 }

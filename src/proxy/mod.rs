@@ -12,6 +12,7 @@ pub mod errors;
 pub mod headers;
 pub mod openai_chat;
 pub mod openai_responses;
+pub mod params;
 pub mod session;
 pub mod sse;
 pub mod stream;

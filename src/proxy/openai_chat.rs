@@ -126,24 +126,7 @@ pub fn request_events(body: &Value) -> Vec<(RequestSlot, Value)> {
             _ => {}
         }
     }
-    let mut params = Map::new();
-    if let Value::Object(o) = body {
-        for (k, v) in o {
-            if !matches!(k.as_str(), "messages" | "model" | "stream") {
-                params.insert(k.clone(), v.clone());
-            }
-        }
-    }
-    if !system_msgs.is_empty() {
-        params.insert(
-            "messages".into(),
-            Value::Array(system_msgs.iter().map(|&i| msgs[i].clone()).collect()),
-        );
-    }
-    let mut event = json!({"stage": "params.before", "params": Value::Object(params)});
-    if let Some(model) = body.get("model").and_then(Value::as_str) {
-        event["model"] = Value::String(model.into());
-    }
+    let event = super::params::event(body, "messages", &system_msgs);
     out.push((RequestSlot::Params { system_msgs }, event));
     out
 }
@@ -175,20 +158,7 @@ pub fn apply_request_redaction(body: &mut Value, slot: &RequestSlot, redacted: &
             }
         }
         RequestSlot::Params { system_msgs } => {
-            let Some(Value::Object(params)) = redacted.get("params") else {
-                return;
-            };
-            for (k, v) in params {
-                if k == "messages" {
-                    for (n, &i) in system_msgs.iter().enumerate() {
-                        if let (Some(new), Some(slot)) = (v.get(n), msg_mut(body, i)) {
-                            *slot = new.clone();
-                        }
-                    }
-                } else if let Some(o) = body.as_object_mut() {
-                    o.insert(k.clone(), v.clone());
-                }
-            }
+            super::params::write_back(body, redacted, "messages", system_msgs)
         }
     }
 }

@@ -264,26 +264,7 @@ pub fn request_events(body: &Value) -> Vec<(RequestSlot, Value)> {
         }
         _ => {}
     }
-    let mut params = Map::new();
-    if let Value::Object(o) = body {
-        for (k, v) in o {
-            if !matches!(k.as_str(), "input" | "model" | "stream") {
-                params.insert(k.clone(), v.clone());
-            }
-        }
-    }
-    if let Some(Value::Array(items)) = body.get("input") {
-        if !other.is_empty() {
-            params.insert(
-                "input".into(),
-                Value::Array(other.iter().map(|&i| items[i].clone()).collect()),
-            );
-        }
-    }
-    let mut event = json!({"stage": "params.before", "params": Value::Object(params)});
-    if let Some(m) = body.get("model").and_then(Value::as_str) {
-        event["model"] = Value::String(m.into());
-    }
+    let event = super::params::event(body, "input", &other);
     out.push((RequestSlot::Params { items: other }, event));
     out
 }
@@ -322,22 +303,7 @@ pub fn apply_request_redaction(body: &mut Value, slot: &RequestSlot, redacted: &
                 it["output"] = r;
             }
         }
-        RequestSlot::Params { items } => {
-            let Some(Value::Object(params)) = redacted.get("params") else {
-                return;
-            };
-            for (k, v) in params {
-                if k == "input" {
-                    for (n, &i) in items.iter().enumerate() {
-                        if let (Some(new), Some(slot)) = (v.get(n), item_mut(body, i)) {
-                            *slot = new.clone();
-                        }
-                    }
-                } else if let Some(o) = body.as_object_mut() {
-                    o.insert(k.clone(), v.clone());
-                }
-            }
-        }
+        RequestSlot::Params { items } => super::params::write_back(body, redacted, "input", items),
     }
 }
 

@@ -49,9 +49,15 @@ pub trait Rewriter: Send {
     fn error_event(&self, message: &str) -> SseEvent;
 }
 
-/// A response body fed by a channel.
+/// A response body fed by a channel (also the MCP gateway's streams).
 pub struct ChannelBody {
     rx: mpsc::Receiver<Bytes>,
+}
+
+impl ChannelBody {
+    pub fn new(rx: mpsc::Receiver<Bytes>) -> ChannelBody {
+        ChannelBody { rx }
+    }
 }
 
 impl hyper::body::Body for ChannelBody {
@@ -86,7 +92,7 @@ pub fn rewrite(
 ) -> Body {
     let (tx, rx) = mpsc::channel::<Bytes>(64);
     tokio::spawn(run(upstream, rewriter, inspector, timing, tx));
-    ChannelBody { rx }.boxed()
+    ChannelBody::new(rx).boxed()
 }
 
 /// Encodes `events` and sends them; false once the client is gone.
