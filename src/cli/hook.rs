@@ -14,7 +14,13 @@ use std::time::Duration;
 /// not unbounded).
 const MAX_PAYLOAD_BYTES: u64 = 64 << 20;
 
-pub fn run(framework: Framework, url: String, timeout_ms: u64, fail_closed: bool) -> ExitCode {
+pub fn run(
+    framework: Framework,
+    url: String,
+    timeout_ms: u64,
+    approval_wait_secs: u64,
+    fail_closed: bool,
+) -> ExitCode {
     let mut raw = Vec::new();
     let read = std::io::stdin()
         .lock()
@@ -48,6 +54,7 @@ pub fn run(framework: Framework, url: String, timeout_ms: u64, fail_closed: bool
             .ok()
             .filter(|t| !t.is_empty()),
         timeout: Duration::from_millis(timeout_ms.max(1)),
+        approval_wait: Duration::from_secs(approval_wait_secs),
         fail_closed,
     };
     let (verdict, source) = client::decide(framework, &mapped, &opts);

@@ -119,6 +119,12 @@ pub enum Command {
         /// deciding without it.
         #[arg(long, default_value_t = crate::hooks::client::DEFAULT_TIMEOUT_MS)]
         timeout_ms: u64,
+        /// How long the server may hold the answer while a human approval
+        /// is pending (`POST /evaluate?wait=`); 0: do not wait. Keep it
+        /// below the hook's `timeout` (setup writes the default plus 30 s;
+        /// the agents' own default is 600 s).
+        #[arg(long, default_value_t = crate::hooks::client::DEFAULT_APPROVAL_WAIT_SECS)]
+        approval_wait_secs: u64,
         /// When the server does not answer, deny instead of deciding with
         /// the built-in rules.
         #[arg(long)]
@@ -240,13 +246,14 @@ pub fn run(cli: Cli) -> ExitCode {
             framework,
             url,
             timeout_ms,
+            approval_wait_secs,
             fail_closed,
         } => {
             let framework = match framework {
                 HookFramework::Claudecode => crate::hooks::Framework::ClaudeCode,
                 HookFramework::Codex => crate::hooks::Framework::Codex,
             };
-            hook::run(framework, url, timeout_ms, fail_closed)
+            hook::run(framework, url, timeout_ms, approval_wait_secs, fail_closed)
         }
         Command::Setup {
             agent:

@@ -4,6 +4,14 @@
 //! server cannot answer, the rules baked into this binary in-process
 //! (stateless: the temporal SQL rules have no session history there), or,
 //! with `--fail-closed`, a denial.
+//!
+//! An `approve` verdict is waited for: the request is `POST
+//! /evaluate?wait=N` (N = `--approval-wait-secs`), which the server holds
+//! only while a human approval is pending and then answers with the
+//! outcome (approved: what the other rules say; denied or expired: block).
+//! The exchange is then bounded by the timeout plus N, so the hook still
+//! answers within the hook timeout `parallax setup` writes
+//! ([`HOOK_TIMEOUT_S`]).
 
 use super::payload::Mapped;
 use super::verdict::Verdict;
@@ -21,6 +29,13 @@ use std::time::{Duration, Instant};
 pub const DEFAULT_URL: &str = "http://127.0.0.1:9920";
 /// How long `parallax hook` waits for the server by default.
 pub const DEFAULT_TIMEOUT_MS: u64 = 2000;
+/// How long `parallax hook` waits for a pending approval by default. Claude
+/// Code and Codex both give a command hook 600 s unless its `timeout` says
+/// otherwise; `parallax setup` writes [`HOOK_TIMEOUT_S`].
+pub const DEFAULT_APPROVAL_WAIT_SECS: u64 = 120;
+/// The `timeout` `parallax setup` writes on its hooks: the approval wait,
+/// the server's timeout and the in-process fallback fit inside it.
+pub const HOOK_TIMEOUT_S: u64 = DEFAULT_APPROVAL_WAIT_SECS + 30;
 
 /// The header naming the front door on `POST /evaluate` (only `hook` is
 /// recognised; anything else is the HTTP door).
@@ -32,8 +47,12 @@ pub struct Options {
     /// The server, e.g. `http://127.0.0.1:9920` (a path prefix is kept).
     pub url: String,
     pub token: Option<String>,
-    /// For the whole exchange with the server.
+    /// For the whole exchange with the server (connecting alone, when
+    /// an approval may be waited for).
     pub timeout: Duration,
+    /// How long the server may hold the answer while an approval is
+    /// pending (`?wait=`); zero: not at all (Claude Code then asks).
+    pub approval_wait: Duration,
     pub fail_closed: bool,
 }
 
@@ -92,17 +111,24 @@ fn ask_server(framework: Framework, mapped: &Mapped, opts: &Options) -> Result<V
         .build()
         .map_err(|e| format!("no async runtime: {e}"))?;
     let body = serde_json::to_vec(&mapped.body).map_err(|e| e.to_string())?;
+    let bound = opts.timeout + opts.approval_wait;
     rt.block_on(async {
-        match tokio::time::timeout(opts.timeout, post(framework, opts, body)).await {
+        match tokio::time::timeout(bound, post(framework, opts, body)).await {
             Ok(r) => r,
-            Err(_) => Err(format!("no answer within {} ms", opts.timeout.as_millis())),
+            Err(_) => Err(format!("no answer within {} ms", bound.as_millis())),
         }
     })
 }
 
 async fn post(framework: Framework, opts: &Options, body: Vec<u8>) -> Result<Value, String> {
     let base = opts.url.trim_end_matches('/');
-    let uri: Uri = format!("{base}/evaluate")
+    let wait = opts.approval_wait.as_secs();
+    let query = if wait > 0 {
+        format!("?wait={wait}")
+    } else {
+        String::new()
+    };
+    let uri: Uri = format!("{base}/evaluate{query}")
         .parse()
         .map_err(|e| format!("invalid --url `{}`: {e}", opts.url))?;
     if uri.scheme_str() != Some("http") {
@@ -121,8 +147,16 @@ async fn post(framework: Framework, opts: &Options, body: Vec<u8>) -> Result<Val
         .map(|p| p.to_string())
         .unwrap_or_else(|| "/evaluate".into());
     let host = host.trim_start_matches('[').trim_end_matches(']');
-    let stream = tokio::net::TcpStream::connect((host, port))
+    // Connecting is bounded by the timeout alone: a server that is not
+    // there must not cost the approval wait too.
+    let stream = tokio::time::timeout(opts.timeout, tokio::net::TcpStream::connect((host, port)))
         .await
+        .map_err(|_| {
+            format!(
+                "cannot connect to {authority} within {} ms",
+                opts.timeout.as_millis()
+            )
+        })?
         .map_err(|e| format!("cannot connect to {authority}: {e}"))?;
     let _ = stream.set_nodelay(true);
     let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))

@@ -4,7 +4,13 @@
 //! opinion). Caveat, documented for users: Claude Code treats a refused
 //! connection or an error status as a failed hook and runs the tool, so
 //! this transport fails open when the server is down.
+//!
+//! A pending approval is waited for, as `parallax hook` does: `?wait=N`
+//! on the hook URL, [`DEFAULT_APPROVAL_WAIT_SECS`] without it (the
+//! `timeout` setup writes on the hook leaves room for it); still pending
+//! after that, Claude Code asks the user.
 
+use super::client::DEFAULT_APPROVAL_WAIT_SECS;
 use super::payload::map;
 use super::verdict::Verdict;
 use super::{answer, Framework};
@@ -13,13 +19,22 @@ use crate::http::body;
 use crate::http::response::{error, full, json_response, Body};
 use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 pub async fn handle(
     req: Request<Incoming>,
     service: &DecisionService,
     framework: Framework,
 ) -> Response<Body> {
+    let wait = match req.uri().query() {
+        Some(q) if q.split('&').any(|kv| kv.starts_with("wait=")) => {
+            match crate::http::evaluate::wait_param(Some(q)) {
+                Ok(w) => w,
+                Err(e) => return error(StatusCode::BAD_REQUEST, "invalid_wait", e),
+            }
+        }
+        _ => Duration::from_secs(DEFAULT_APPROVAL_WAIT_SECS),
+    };
     let server = &service.settings.server;
     let bytes = match body::read_json(req, server, &service.metrics).await {
         Ok(b) => b,
@@ -48,7 +63,7 @@ pub async fn handle(
     };
     let origin = super::client::origin(framework, &mapped);
     let report = service
-        .decide_async(mapped.event.clone(), &origin, started)
+        .decide_waiting(mapped.event.clone(), &origin, started, wait)
         .await;
     let verdict = match serde_json::to_value(&report) {
         Ok(v) => Verdict::from_report(&v),

@@ -272,3 +272,154 @@ fn hook_origin_from_headers() {
     h.insert("x-parallax-framework", "no spaces allowed".parse().unwrap());
     assert_eq!(super::client::origin_from_headers(&h).framework, None);
 }
+
+/// What `POST /evaluate?wait=` answers once an approval is decided (the
+/// resolved report: the approve rule's result stays, the action changes,
+/// the reasons name the approval and who decided).
+fn resolved(action: &str, status: &str, extra: Value) -> Value {
+    let mut r = json!({
+        "action": action,
+        "results": [{"rule_id": "deploy", "action": "approve", "reason": "needs a human"}],
+        "reasons": ["deploy: needs a human", format!("approval apr_1: {status} by alice: no")],
+        "approval": {"id": "apr_1", "status": status},
+    });
+    if let (Some(r), Some(e)) = (r.as_object_mut(), extra.as_object()) {
+        r.extend(e.clone());
+    }
+    r
+}
+
+#[test]
+fn approvals_waited_for_map_to_their_outcome() {
+    let claude = fixture("claude-PreToolUse");
+    let codex = fixture("codex-PreToolUse");
+    // Denied (or expired): a block naming the approval and who decided.
+    let denied = resolved("block", "denied", json!({}));
+    let o = out(Framework::ClaudeCode, &claude, &denied).unwrap();
+    let hso = &o["hookSpecificOutput"];
+    assert_eq!(hso["permissionDecision"], "deny");
+    let why = hso["permissionDecisionReason"].as_str().unwrap();
+    assert!(why.contains("apr_1: denied by alice"), "{why}");
+    assert!(why.contains("deploy: needs a human"), "{why}");
+    let o = out(Framework::Codex, &codex, &denied).unwrap();
+    assert_eq!(o["hookSpecificOutput"]["permissionDecision"], "deny");
+    codex_fields_only(&o);
+    // Approved, nothing else matched: no opinion (never `allow`).
+    let approved = resolved("allow", "approved", json!({}));
+    assert_eq!(out(Framework::ClaudeCode, &claude, &approved), None);
+    assert_eq!(out(Framework::Codex, &codex, &approved), None);
+    // Approved, a redact rule matched too: the rewritten input.
+    let args = json!({"command": "git push origin main # [REDACTED]"});
+    let redacted = resolved(
+        "redact",
+        "approved",
+        json!({"redacted_event": {"tool_args": args}}),
+    );
+    let o = out(Framework::ClaudeCode, &claude, &redacted).unwrap();
+    assert_eq!(o["hookSpecificOutput"]["updatedInput"], args);
+    assert!(o["hookSpecificOutput"].get("permissionDecision").is_none());
+    // Still pending when the wait ended: Claude Code asks the user, Codex
+    // (no `ask`) denies, both naming the approval.
+    let pending = json!({"action": "approve",
+        "results": [{"rule_id": "deploy", "action": "approve", "reason": "needs a human"}],
+        "approval": {"id": "apr_2", "status": "pending"}});
+    let o = out(Framework::ClaudeCode, &claude, &pending).unwrap();
+    assert_eq!(o["hookSpecificOutput"]["permissionDecision"], "ask");
+    let why = o["hookSpecificOutput"]["permissionDecisionReason"]
+        .as_str()
+        .unwrap();
+    assert!(
+        why.contains("apr_2") && why.contains("still pending"),
+        "{why}"
+    );
+    let o = out(Framework::Codex, &codex, &pending).unwrap();
+    assert_eq!(o["hookSpecificOutput"]["permissionDecision"], "deny");
+    assert!(o["hookSpecificOutput"]["permissionDecisionReason"]
+        .as_str()
+        .unwrap()
+        .contains("apr_2"));
+    // An approve with no approval behind it (in-process: no store).
+    let none = json!({"action": "approve",
+        "results": [{"rule_id": "deploy", "action": "approve", "reason": "needs a human"}]});
+    let o = out(Framework::ClaudeCode, &claude, &none).unwrap();
+    assert_eq!(o["hookSpecificOutput"]["permissionDecision"], "ask");
+}
+
+/// A one-shot fake server on 127.0.0.1: the request line it got, and it
+/// answers `body` after `delay`.
+fn fake_server(
+    body: Value,
+    delay: std::time::Duration,
+) -> (String, std::thread::JoinHandle<String>) {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let handle = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        let mut reader = BufReader::new(stream.try_clone().unwrap());
+        let mut line = String::new();
+        reader.read_line(&mut line).unwrap();
+        let mut len = 0usize;
+        loop {
+            let mut h = String::new();
+            reader.read_line(&mut h).unwrap();
+            if let Some(v) = h.to_ascii_lowercase().strip_prefix("content-length:") {
+                len = v.trim().parse().unwrap();
+            }
+            if h == "\r\n" || h.is_empty() {
+                break;
+            }
+        }
+        let mut buf = vec![0; len];
+        std::io::Read::read_exact(&mut reader, &mut buf).unwrap();
+        std::thread::sleep(delay);
+        let body = body.to_string();
+        let _ = write!(
+            stream,
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        line
+    });
+    (url, handle)
+}
+
+#[test]
+fn the_hook_asks_the_server_to_wait_for_approvals() {
+    use super::client::{decide, Options, Source};
+    use std::time::Duration;
+    let mapped = map(Framework::ClaudeCode, &fixture("claude-PreToolUse"))
+        .unwrap()
+        .unwrap();
+    // The server holds the answer longer than the plain timeout (an
+    // approval decided after 600 ms): the hook waits for it.
+    let (url, server) = fake_server(
+        resolved("block", "denied", json!({})),
+        Duration::from_millis(600),
+    );
+    let opts = Options {
+        url,
+        token: None,
+        timeout: Duration::from_millis(300),
+        approval_wait: Duration::from_secs(7),
+        fail_closed: true,
+    };
+    let (v, source) = decide(Framework::ClaudeCode, &mapped, &opts);
+    assert_eq!(source, Source::Server);
+    assert_eq!(v.kind, Kind::Block);
+    assert!(v.why().contains("denied by alice"), "{}", v.why());
+    let line = server.join().unwrap();
+    assert!(line.starts_with("POST /evaluate?wait=7 "), "{line}");
+    // No wait asked: no query, and the plain timeout bounds the exchange.
+    let (url, server) = fake_server(json!({"action": "allow"}), Duration::from_millis(600));
+    let opts = Options {
+        approval_wait: Duration::ZERO,
+        url,
+        ..opts
+    };
+    let (v, source) = decide(Framework::ClaudeCode, &mapped, &opts);
+    assert!(matches!(source, Source::FailClosed { .. }), "{source:?}");
+    assert_eq!(v.kind, Kind::Block);
+    let line = server.join().unwrap();
+    assert!(line.starts_with("POST /evaluate "), "{line}");
+}

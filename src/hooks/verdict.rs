@@ -89,6 +89,20 @@ impl Verdict {
                 note = Some(format!("unknown action `{action}`, treated as a block"));
             }
         }
+        // A verdict resolved by an approval (denied, expired: `block`)
+        // names no rule with its own action; the report's reasons say
+        // which rule asked and who decided.
+        if rules.is_empty() && kind != Kind::Pass && report.get("failure").is_none() {
+            rules = report
+                .get("reasons")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+                .collect();
+        }
         Verdict {
             kind,
             rules,
@@ -116,13 +130,21 @@ impl Verdict {
         format!("Parallax blocked {what}: {}", self.why())
     }
 
-    /// The text for a pending approval.
+    /// The text for an approval still pending when the hook stopped
+    /// waiting (or one the hook could not wait for: in-process, no
+    /// approvals store).
     pub fn approval_text(&self, what: &str) -> String {
-        let id = self.approval_id.as_deref().unwrap_or("unknown");
-        format!(
-            "Parallax: {what} needs a human approval (approval id {id}), which is pending: {}",
-            self.why()
-        )
+        match self.approval_id.as_deref() {
+            Some(id) => format!(
+                "Parallax: {what} needs a human approval (approval id {id}), which is still \
+                 pending: {}",
+                self.why()
+            ),
+            None => format!(
+                "Parallax: {what} needs a human approval, and none could be requested: {}",
+                self.why()
+            ),
+        }
     }
 
     /// The rewritten `tool_args` of a redact verdict.

@@ -10,9 +10,9 @@ use super::{hook_command, Outcome};
 use std::path::{Path, PathBuf};
 
 pub const FRAMEWORK: &str = "claudecode";
-/// Seconds Claude Code gives the hook: the server's timeout plus the
-/// in-process fallback fit well inside it.
-pub const HOOK_TIMEOUT_S: u64 = 10;
+/// Seconds Claude Code gives the hook: the approval wait, the server's
+/// timeout and the in-process fallback fit inside it.
+pub const HOOK_TIMEOUT_S: u64 = crate::hooks::client::HOOK_TIMEOUT_S;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Scope {

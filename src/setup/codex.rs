@@ -9,7 +9,7 @@ use super::{hook_command, Outcome};
 use std::path::{Path, PathBuf};
 
 pub const FRAMEWORK: &str = "codex";
-pub const HOOK_TIMEOUT_S: u64 = 10;
+pub const HOOK_TIMEOUT_S: u64 = crate::hooks::client::HOOK_TIMEOUT_S;
 
 pub struct Options {
     pub url: String,
