@@ -14,6 +14,7 @@
 //! authenticates with their own token (`approvals.approver_tokens`): the
 //! agent's token cannot approve its own call.
 
+pub mod notify;
 pub mod store;
 
 use crate::audit::AuditLog;
@@ -63,6 +64,8 @@ pub struct Approvals {
     pub settings: ApprovalsSettings,
     metrics: Arc<Metrics>,
     counter: AtomicU64,
+    /// The webhook and Slack notifiers, when configured ([`notify`]).
+    notifiers: Option<notify::Notifiers>,
 }
 
 impl Approvals {
@@ -76,7 +79,29 @@ impl Approvals {
             settings: settings.clone(),
             metrics,
             counter: AtomicU64::new(0),
+            notifiers: notify::Notifiers::start(settings),
         })
+    }
+
+    /// The notifiers, when `approvals.webhook_url` or `approvals.slack`
+    /// configure one.
+    pub fn notifiers(&self) -> Option<&notify::Notifiers> {
+        self.notifiers.as_ref()
+    }
+
+    /// The address the server listens on: the base of the webhook's
+    /// callback URLs unless `approvals.public_url` is set.
+    pub fn set_local_addr(&self, addr: std::net::SocketAddr) {
+        if let Some(n) = &self.notifiers {
+            n.set_local_addr(addr);
+        }
+    }
+
+    /// Flushes the notifiers' queues (bounded), at shutdown.
+    pub async fn close(&self) {
+        if let Some(n) = &self.notifiers {
+            n.close().await;
+        }
     }
 
     /// Uses `metrics` from now on (the server's, shared with the rest).
@@ -125,6 +150,9 @@ impl Approvals {
                 "comment": a.comment,
                 "session_id": a.session_id,
             }));
+        }
+        if let Some(n) = &self.notifiers {
+            n.notify(a, what);
         }
         self.changed.notify_waiters();
     }

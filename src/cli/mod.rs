@@ -176,12 +176,16 @@ pub enum SetupAgent {
         #[arg(long, value_enum, default_value = "command")]
         transport: crate::setup::claudecode::Transport,
     },
-    /// Codex: hooks in $CODEX_HOME/hooks.json (~/.codex by default).
+    /// Codex: hooks in $CODEX_HOME/hooks.json (~/.codex by default), or
+    /// (`--mode proxy`) a model provider in $CODEX_HOME/config.toml that
+    /// sends its model traffic through the proxy.
     Codex {
         #[arg(long, default_value = crate::hooks::client::DEFAULT_URL)]
         url: String,
         #[arg(long)]
         fail_closed: bool,
+        #[arg(long, value_enum, default_value = "hooks")]
+        mode: crate::setup::Mode,
     },
 }
 
@@ -265,8 +269,13 @@ pub fn run(cli: Cli) -> ExitCode {
                 },
         } => setup::claudecode(scope, url, fail_closed, transport),
         Command::Setup {
-            agent: SetupAgent::Codex { url, fail_closed },
-        } => setup::codex(url, fail_closed),
+            agent:
+                SetupAgent::Codex {
+                    url,
+                    fail_closed,
+                    mode,
+                },
+        } => setup::codex(url, fail_closed, mode),
         Command::Revert {
             agent: RevertAgent::Claudecode { scope },
         } => revert::claudecode(scope),

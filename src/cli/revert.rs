@@ -3,7 +3,7 @@
 
 use super::fail;
 use super::setup::{places, report};
-use crate::setup::{claudecode, codex};
+use crate::setup::{claudecode, codex, codex_proxy};
 use std::process::ExitCode;
 
 pub fn claudecode(scope: claudecode::Scope) -> ExitCode {
@@ -13,12 +13,19 @@ pub fn claudecode(scope: claudecode::Scope) -> ExitCode {
     }
 }
 
+/// Both of what `setup codex` can add: the hooks (hooks.json) and the
+/// proxy provider (config.toml).
 pub fn codex() -> ExitCode {
-    match places() {
-        Ok(p) => report(codex::revert(&codex::codex_home(
-            std::env::var_os("CODEX_HOME").as_deref(),
-            &p.home,
-        ))),
-        Err(e) => fail(e),
-    }
+    let p = match places() {
+        Ok(p) => p,
+        Err(e) => return fail(e),
+    };
+    let home = codex::codex_home(std::env::var_os("CODEX_HOME").as_deref(), &p.home);
+    let both = codex::revert(&home).and_then(|mut out| {
+        let proxy = codex_proxy::revert(&home)?;
+        out.done.extend(proxy.done);
+        out.todo.extend(proxy.todo);
+        Ok(out)
+    });
+    report(both)
 }

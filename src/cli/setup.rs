@@ -2,7 +2,7 @@
 //! settings (src/setup/), then what changed and what is left to do.
 
 use super::fail;
-use crate::setup::{claudecode, codex, Outcome};
+use crate::setup::{claudecode, codex, codex_proxy, Mode, Outcome};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -47,17 +47,21 @@ pub fn claudecode(
     }))
 }
 
-pub fn codex(url: String, fail_closed: bool) -> ExitCode {
+pub fn codex(url: String, fail_closed: bool, mode: Mode) -> ExitCode {
     let p = match places() {
         Ok(p) => p,
         Err(e) => return fail(e),
     };
-    report(codex::setup(&codex::Options {
-        url,
-        fail_closed,
-        exe: p.exe,
-        codex_home: codex::codex_home(std::env::var_os("CODEX_HOME").as_deref(), &p.home),
-    }))
+    let codex_home = codex::codex_home(std::env::var_os("CODEX_HOME").as_deref(), &p.home);
+    match mode {
+        Mode::Hooks => report(codex::setup(&codex::Options {
+            url,
+            fail_closed,
+            exe: p.exe,
+            codex_home,
+        })),
+        Mode::Proxy => report(codex_proxy::setup(&codex_home, &url)),
+    }
 }
 
 /// Prints an outcome; the exit status of the command.

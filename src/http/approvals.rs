@@ -102,18 +102,18 @@ pub async fn route(req: Request<Incoming>, service: &DecisionService) -> Option<
             let mut limit = 100usize;
             for pair in req.uri().query().unwrap_or("").split('&') {
                 match pair.split_once('=') {
-                    Some(("status", s)) => {
-                        match Status::parse(s) {
-                            Some(s) => status = Some(s),
-                            None => return Some(error(
+                    Some(("status", s)) => match Status::parse(s) {
+                        Some(s) => status = Some(s),
+                        None => {
+                            return Some(error(
                                 StatusCode::BAD_REQUEST,
                                 "invalid_query",
                                 format!(
                                     "`status` is pending, approved, denied or expired, not `{s}`"
                                 ),
-                            )),
+                            ))
                         }
-                    }
+                    },
                     Some(("limit", n)) => match n.parse::<usize>() {
                         Ok(n) => limit = n.clamp(1, 1000),
                         Err(_) => {
@@ -230,7 +230,12 @@ pub async fn route(req: Request<Incoming>, service: &DecisionService) -> Option<
                 }
             }
         }
-        (_, [_, "approve" | "deny"]) => super::response::method_not_allowed("POST"),
+        // The approvals webhook's callback URLs: the token in the URL is
+        // the credential (`super::approval_callback`).
+        (Method::POST, [id, "callback"]) => {
+            super::approval_callback::handle(req.uri().query(), id, approvals, service)
+        }
+        (_, [_, "approve" | "deny" | "callback"]) => super::response::method_not_allowed("POST"),
         (_, [""] | [_]) => super::response::method_not_allowed("GET"),
         _ => error(
             StatusCode::NOT_FOUND,

@@ -8,6 +8,7 @@
 //! (`server.max_connections`) and the time a client gets to send its head.
 
 pub mod admin;
+pub mod approval_callback;
 pub mod approvals;
 pub mod auth;
 pub mod body;
@@ -15,6 +16,7 @@ pub mod evaluate;
 pub mod json_limits;
 pub mod response;
 pub mod router;
+pub mod slack;
 
 use crate::decision::DecisionService;
 use hyper::server::conn::http1;
@@ -48,6 +50,10 @@ pub async fn serve_doors(
     shutdown: impl Future<Output = ()>,
 ) {
     tokio::pin!(shutdown);
+    if let (Some(a), Ok(addr)) = (service.approvals(), listener.local_addr()) {
+        // The approvals webhook's callback URLs point here by default.
+        a.set_local_addr(addr);
+    }
     let server = &service.settings.server;
     let permits = Arc::new(tokio::sync::Semaphore::new(server.max_connections.max(1)));
     let graceful = GracefulShutdown::new();
@@ -111,6 +117,9 @@ pub async fn serve_doors(
         .is_err()
     {
         tracing::warn!("in-flight requests did not finish within {DRAIN_TIMEOUT:?}");
+    }
+    if let Some(a) = service.approvals() {
+        a.close().await;
     }
     service.close().await;
 }

@@ -58,6 +58,11 @@ pub async fn handle(
             "no such endpoint".into(),
         ));
     }
+    // Slack cannot send our token: its request signature is the auth,
+    // checked before anything is acted on.
+    if path == "/slack/interactions" {
+        return Ok(super::slack::interactions(req, &service).await);
+    }
     let path = req.uri().path();
     let proxied = doors.proxy.is_some() && crate::proxy::is_proxy_path(path);
     if path != "/health" {

@@ -86,31 +86,39 @@ pub enum UpstreamError {
     Tls(String),
 }
 
+/// The TLS connector every outbound client shares (the proxy's upstream,
+/// the webhooks, Slack): rustls with the system's roots (corporate CAs
+/// included), Mozilla's bundled ones where the system has none; `http://`
+/// allowed too; HTTP/1.1 or HTTP/2 by ALPN.
+pub fn https_connector(
+    connect_timeout: Duration,
+) -> Result<hyper_rustls::HttpsConnector<HttpConnector>, UpstreamError> {
+    let mut http = HttpConnector::new();
+    http.enforce_http(false);
+    http.set_connect_timeout(Some(connect_timeout));
+    http.set_nodelay(true);
+    let provider = || rustls::crypto::ring::default_provider();
+    let builder = match hyper_rustls::HttpsConnectorBuilder::new()
+        .with_provider_and_native_roots(provider())
+    {
+        Ok(b) => b,
+        Err(e) => {
+            tracing::warn!(error = %e, "no system TLS roots; using the bundled Mozilla roots");
+            hyper_rustls::HttpsConnectorBuilder::new()
+                .with_provider_and_webpki_roots(provider())
+                .map_err(|e| UpstreamError::Tls(e.to_string()))?
+        }
+    };
+    Ok(builder
+        .https_or_http()
+        .enable_http1()
+        .enable_http2()
+        .wrap_connector(http))
+}
+
 impl Upstream {
     pub fn new(settings: &ProxySettings) -> Result<Upstream, UpstreamError> {
-        let mut http = HttpConnector::new();
-        http.enforce_http(false);
-        http.set_connect_timeout(Some(Duration::from_millis(settings.connect_timeout_ms)));
-        http.set_nodelay(true);
-        let provider = || rustls::crypto::ring::default_provider();
-        // The system's roots (corporate CAs included); Mozilla's bundled
-        // ones where the system has none.
-        let builder = match hyper_rustls::HttpsConnectorBuilder::new()
-            .with_provider_and_native_roots(provider())
-        {
-            Ok(b) => b,
-            Err(e) => {
-                tracing::warn!(error = %e, "no system TLS roots; using the bundled Mozilla roots");
-                hyper_rustls::HttpsConnectorBuilder::new()
-                    .with_provider_and_webpki_roots(provider())
-                    .map_err(|e| UpstreamError::Tls(e.to_string()))?
-            }
-        };
-        let https = builder
-            .https_or_http()
-            .enable_http1()
-            .enable_http2()
-            .wrap_connector(http);
+        let https = https_connector(Duration::from_millis(settings.connect_timeout_ms))?;
         let client = Client::builder(TokioExecutor::new())
             .pool_idle_timeout(Duration::from_millis(settings.pool_idle_timeout_ms))
             .pool_timer(TokioTimer::new())

@@ -90,6 +90,7 @@ pub fn problems(s: &Settings) -> Vec<String> {
             ));
         }
     }
+    out.extend(approval_notifier_problems(&s.approvals));
     if s.approvals.timeout_seconds == 0 {
         out.push("approvals.timeout_seconds must be at least 1".into());
     }
@@ -98,6 +99,71 @@ pub fn problems(s: &Settings) -> Vec<String> {
     }
     if s.reporting.flush_ms == 0 {
         out.push("reporting.flush_ms must be at least 1".into());
+    }
+    out
+}
+
+/// The approvals' webhook and Slack settings.
+fn approval_notifier_problems(a: &crate::settings::ApprovalsSettings) -> Vec<String> {
+    let mut out = Vec::new();
+    let empty = |v: &Option<String>| v.as_deref().is_some_and(|t| t.trim().is_empty());
+    if let Some(url) = &a.webhook_url {
+        if let Err(e) = webhook::parse_url(url) {
+            out.push(format!("approvals.webhook_url: {e}"));
+        }
+        if a.webhook_secret.is_none() {
+            out.push(
+                "approvals.webhook_url is set but approvals.webhook_secret is not: approval \
+                 notifications are signed and their callback tokens are keyed with it"
+                    .into(),
+            );
+        }
+    }
+    if empty(&a.webhook_secret) {
+        out.push("approvals.webhook_secret is empty; remove it or set a real secret".into());
+    }
+    if let Some(url) = &a.public_url {
+        if let Err(e) = crate::proxy::upstream::parse_base(url) {
+            out.push(format!("approvals.public_url: {e}"));
+        }
+    }
+    if a.notify_queue_size == 0 {
+        out.push("approvals.notify_queue_size must be at least 1".into());
+    }
+    if a.notify_timeout_ms == 0 {
+        out.push("approvals.notify_timeout_ms must be at least 1".into());
+    }
+    let slack = &a.slack;
+    if slack.configured() {
+        for (key, v) in [
+            ("bot_token", &slack.bot_token),
+            ("channel", &slack.channel),
+            ("signing_secret", &slack.signing_secret),
+        ] {
+            if v.is_none() {
+                out.push(format!(
+                    "approvals.slack.{key} is missing: Slack approvals need bot_token, channel \
+                     and signing_secret"
+                ));
+            } else if empty(v) {
+                out.push(format!("approvals.slack.{key} is empty"));
+            }
+        }
+        if slack.approvers.is_empty() {
+            out.push(
+                "approvals.slack.approvers is empty: map Slack user ids to approver names \
+                 (`U0123ABC: alice`), or nobody can decide from Slack"
+                    .into(),
+            );
+        }
+        for (user, name) in &slack.approvers {
+            if name.trim().is_empty() {
+                out.push(format!("approvals.slack.approvers.{user} is empty"));
+            }
+        }
+    }
+    if let Err(e) = crate::proxy::upstream::parse_base(&slack.api_base) {
+        out.push(format!("approvals.slack.api_base: {e}"));
     }
     out
 }
@@ -114,9 +180,41 @@ mod tests {
         s.server.auth_token = Some(" ".into());
         s.server.max_connections = 0;
         let p = problems(&s);
-        assert_eq!(p.len(), 3, "{p:?}");
-        assert!(p[0].contains("only http://"));
-        assert!(p[1].contains("auth_token"));
-        assert!(p[2].contains("max_connections"));
+        assert_eq!(p.len(), 2, "https webhooks are fine: {p:?}");
+        assert!(p[0].contains("auth_token"));
+        assert!(p[1].contains("max_connections"));
+        s.reporting.webhook_url = Some("ftp://hooks.example/x".into());
+        assert!(problems(&s)[0].contains("not a valid URL"));
+    }
+
+    #[test]
+    fn slack_set_up_partly_names_the_missing_key() {
+        let mut s = Settings::default();
+        s.approvals.slack.bot_token = Some("xoxb-1".into());
+        s.approvals.slack.approvers = [("U1".to_string(), "alice".to_string())].into();
+        let p = problems(&s);
+        assert_eq!(p.len(), 2, "{p:?}");
+        assert!(
+            p[0].starts_with("approvals.slack.channel is missing"),
+            "{p:?}"
+        );
+        assert!(p[1].starts_with("approvals.slack.signing_secret is missing"));
+        s.approvals.slack.channel = Some("C1".into());
+        s.approvals.slack.signing_secret = Some("sec".into());
+        assert!(problems(&s).is_empty());
+        s.approvals.slack.approvers.clear();
+        assert!(problems(&s)[0].contains("approvals.slack.approvers is empty"));
+    }
+
+    #[test]
+    fn an_approvals_webhook_needs_its_secret() {
+        let mut s = Settings::default();
+        s.approvals.webhook_url = Some("https://hooks.example/approvals".into());
+        let p = problems(&s);
+        assert_eq!(p.len(), 1, "{p:?}");
+        assert!(p[0].contains("approvals.webhook_secret is not"), "{p:?}");
+        s.approvals.webhook_secret = Some("k".into());
+        s.approvals.public_url = Some("parallax.example".into());
+        assert!(problems(&s)[0].starts_with("approvals.public_url:"));
     }
 }

@@ -5,8 +5,8 @@ pub mod checks;
 pub mod sections;
 
 pub use sections::{
-    ApprovalsSettings, FsyncPolicy, McpSettings, OnFull, PoisonedTools, ProxySettings,
-    ReportingSettings, ServerSettings, Settings, WebhookFormat,
+    ApprovalsSettings, ApprovalsSlackSettings, FsyncPolicy, McpSettings, OnFull, PoisonedTools,
+    ProxySettings, ReportingSettings, ServerSettings, Settings, WebhookFormat,
 };
 
 use parallax_runtime::ProgramSettings;

@@ -320,6 +320,24 @@ pub struct ApprovalsSettings {
     pub timeout_seconds: u64,
     /// The longest `?wait=SECONDS` a caller may hold a request for.
     pub max_wait_seconds: u64,
+    /// Where every approval transition is POSTed (JSON, signed); the
+    /// `created` notification carries approve / deny callback URLs.
+    pub webhook_url: Option<String>,
+    /// HMAC-SHA256 key signing the approvals webhook's bodies (as
+    /// `reporting.webhook_secret` does) and keying its callback tokens;
+    /// required with `webhook_url`.
+    pub webhook_secret: Option<String>,
+    /// The base of the callback URLs (how approvers' tools reach this
+    /// server); default the address the server listens on.
+    pub public_url: Option<String>,
+    /// Time one notification attempt (webhook or Slack call) may take.
+    pub notify_timeout_ms: u64,
+    /// Retries after a failed notification attempt.
+    pub notify_retries: u32,
+    /// Notifications waiting to be sent, per notifier, at most.
+    pub notify_queue_size: usize,
+    /// The Slack card with Approve / Deny buttons.
+    pub slack: ApprovalsSlackSettings,
 }
 
 impl Default for ApprovalsSettings {
@@ -329,6 +347,52 @@ impl Default for ApprovalsSettings {
             approver_tokens: Default::default(),
             timeout_seconds: 600,
             max_wait_seconds: 600,
+            webhook_url: None,
+            webhook_secret: None,
+            public_url: None,
+            notify_timeout_ms: 5_000,
+            notify_retries: 4,
+            notify_queue_size: 1024,
+            slack: ApprovalsSlackSettings::default(),
+        }
+    }
+}
+
+/// `approvals.slack`: a Block Kit card posted with `chat.postMessage` when
+/// an approval is created, decided by its buttons through `POST
+/// /slack/interactions`. Off unless `bot_token`, `channel` and
+/// `signing_secret` are all set.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ApprovalsSlackSettings {
+    /// The Slack app's bot token (`xoxb-...`, scope `chat:write`).
+    pub bot_token: Option<String>,
+    /// The channel the cards go to (an id such as `C0123456789`).
+    pub channel: Option<String>,
+    /// The app's signing secret: interactions are verified with it.
+    pub signing_secret: Option<String>,
+    /// Slack's Web API (tests point it at a fake Slack).
+    pub api_base: String,
+    /// Slack user ids to approver names (`U0123ABC: alice`); a click by a
+    /// user not listed is refused.
+    pub approvers: std::collections::BTreeMap<String, String>,
+}
+
+impl ApprovalsSlackSettings {
+    /// Whether any of the keys that switch Slack on is set.
+    pub fn configured(&self) -> bool {
+        self.bot_token.is_some() || self.channel.is_some() || self.signing_secret.is_some()
+    }
+}
+
+impl Default for ApprovalsSlackSettings {
+    fn default() -> Self {
+        ApprovalsSlackSettings {
+            bot_token: None,
+            channel: None,
+            signing_secret: None,
+            api_base: "https://slack.com/api".into(),
+            approvers: Default::default(),
         }
     }
 }

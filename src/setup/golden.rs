@@ -5,7 +5,7 @@
 //! diff.
 
 use super::claudecode::{self, Scope, Transport};
-use super::{backup_path, codex};
+use super::{backup_path, codex, codex_proxy};
 use std::path::{Path, PathBuf};
 
 const EXE: &str = "/opt/parallax/bin/parallax";
@@ -22,7 +22,11 @@ fn tmp(name: &str) -> PathBuf {
 }
 
 fn golden(name: &str, actual: &[u8]) {
-    let path = fixtures().join(format!("{name}.golden.json"));
+    golden_file(&format!("{name}.golden.json"), actual);
+}
+
+fn golden_file(file: &str, actual: &[u8]) {
+    let path = fixtures().join(file);
     if std::env::var_os("PARALLAX_UPDATE_GOLDEN").is_some() {
         std::fs::write(&path, actual).unwrap();
     }
@@ -221,5 +225,83 @@ fn revert_keeps_what_the_user_added_after_setup() {
         std::fs::read_to_string(&file).unwrap(),
         "{\n  \"model\": \"sonnet\"\n}\n"
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn codex_proxy_provider() {
+    let user = std::fs::read(fixtures().join("codex-user.toml")).unwrap();
+    let cases: [(&str, Option<&[u8]>, &str); 2] = [
+        ("codex-proxy-empty", None, crate::hooks::client::DEFAULT_URL),
+        ("codex-proxy-existing", Some(&user), "http://10.0.0.5:9920/"),
+    ];
+    for (name, before, url) in cases {
+        let dir = tmp(name);
+        let home = dir.join("codex-home");
+        let file = codex_proxy::config_path(&home);
+        if let Some(b) = before {
+            std::fs::create_dir_all(&home).unwrap();
+            std::fs::write(&file, b).unwrap();
+        }
+        let out = codex_proxy::setup(&home, url).unwrap();
+        assert!(!out.todo.is_empty());
+        let written = std::fs::read(&file).unwrap();
+        golden_file(&format!("{name}.golden.toml"), &written);
+        // Codex's own parser reads it the way the provider is meant.
+        let v: toml::Value = toml::from_str(std::str::from_utf8(&written).unwrap()).unwrap();
+        assert_eq!(v["model_provider"].as_str(), Some("parallax"));
+        let p = &v["model_providers"]["parallax"];
+        assert_eq!(p["wire_api"].as_str(), Some("responses"));
+        assert!(p["base_url"].as_str().unwrap().ends_with(":9920/openai/v1"));
+        let again = codex_proxy::setup(&home, url).unwrap();
+        assert!(again.done[0].contains("unchanged"), "{:?}", again.done);
+        assert_eq!(std::fs::read(&file).unwrap(), written);
+        codex_proxy::revert(&home).unwrap();
+        match before {
+            Some(b) => assert_eq!(std::fs::read(&file).unwrap(), b, "{name}: revert"),
+            None => assert!(!file.exists(), "{name}: revert left the file"),
+        }
+        assert!(!backup_path(&file).exists(), "{name}: backup left behind");
+        let nothing = codex_proxy::revert(&home).unwrap();
+        assert!(
+            nothing.done[0].contains("no Parallax") || nothing.done[0].contains("does not"),
+            "{:?}",
+            nothing.done
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+#[test]
+fn codex_proxy_refuses_what_it_cannot_parse_and_keeps_later_edits() {
+    let dir = tmp("codex-proxy-refuse");
+    let home = dir.join("codex-home");
+    let file = codex_proxy::config_path(&home);
+    std::fs::create_dir_all(&home).unwrap();
+    for bad in [
+        &b"model = \"x\"\n[model_providers\n"[..],
+        b"model_providers = 3\n",
+    ] {
+        std::fs::write(&file, bad).unwrap();
+        let e = codex_proxy::setup(&home, "http://127.0.0.1:9920").unwrap_err();
+        assert!(
+            e.contains("config.toml") && e.contains("nothing written"),
+            "{e}"
+        );
+        assert_eq!(std::fs::read(&file).unwrap(), bad);
+        assert!(!backup_path(&file).exists());
+    }
+    // A key the user adds after setup survives revert; the backup, no
+    // longer the file's meaning, is left in place.
+    std::fs::write(&file, "model_provider = \"openai\"\n").unwrap();
+    codex_proxy::setup(&home, "http://127.0.0.1:9920").unwrap();
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, format!("model = \"o4\"\n{text}")).unwrap();
+    codex_proxy::revert(&home).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        "model = \"o4\"\nmodel_provider = \"openai\"\n"
+    );
+    assert!(backup_path(&file).exists());
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -17,10 +17,20 @@
 
 pub mod claudecode;
 pub mod codex;
+pub mod codex_proxy;
 pub mod hooks_file;
 pub mod json;
 
 use std::path::{Path, PathBuf};
+
+/// What `setup` puts in front of the agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Mode {
+    /// The agent's hooks run `parallax hook` on every tool call and prompt.
+    Hooks,
+    /// The agent's model traffic goes through Parallax's model-API proxy.
+    Proxy,
+}
 
 /// What a setup or revert did, for the user.
 #[derive(Debug, Default)]

@@ -5,7 +5,7 @@
 use serde_json::{json, Value};
 
 /// Slack's `<`, `>` and `&` escaping for message text.
-fn escape(s: &str) -> String {
+pub fn escape(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
