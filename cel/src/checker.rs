@@ -123,11 +123,29 @@ impl CelType {
 pub struct Declarations {
     pub vars: HashMap<String, CelType>,
     pub container: String,
+    /// Host functions (global calls, no receiver): each overload's
+    /// argument types and result type. The evaluator hands such calls to
+    /// [`crate::Activation::call`].
+    pub functions: HashMap<String, Vec<(Vec<CelType>, CelType)>>,
 }
 
 impl Declarations {
     pub fn declare(&mut self, name: &str, t: CelType) -> &mut Self {
         self.vars.insert(name.to_string(), t);
+        self
+    }
+
+    /// Declares one overload of a host function `name(args) -> result`.
+    pub fn declare_function(
+        &mut self,
+        name: &str,
+        args: Vec<CelType>,
+        result: CelType,
+    ) -> &mut Self {
+        self.functions
+            .entry(name.to_string())
+            .or_default()
+            .push((args, result));
         self
     }
 }
@@ -622,6 +640,19 @@ impl Checker<'_> {
             _ => {
                 if crate::functions::FUNCTIONS.contains(&function) {
                     return fail();
+                }
+                if let Some(overloads) = self.decls.functions.get(function).filter(|_| !receiver) {
+                    let fits = |want: &[CelType]| {
+                        want.len() == args.len()
+                            && want
+                                .iter()
+                                .zip(args)
+                                .all(|(w, a)| a.is_dyn() || w.is_dyn() || w == a || w.comparable(a))
+                    };
+                    return match overloads.iter().find(|(want, _)| fits(want)) {
+                        Some((_, result)) => Ok(result.clone()),
+                        None => fail(),
+                    };
                 }
                 return Err(err(e, format!("undeclared reference to '{function}'")));
             }

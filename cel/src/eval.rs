@@ -24,6 +24,13 @@ pub trait Activation {
     fn atom(&self, _id: u32) -> Result<bool, EvalError> {
         Err(EvalError::Invalid("atom reference outside the engine"))
     }
+
+    /// A host function the embedder provides (declared to the checker with
+    /// [`crate::Declarations::declare_function`]): `None` when it has no
+    /// function of that name.
+    fn call(&self, _function: &str, _args: &[Value]) -> Option<Result<Value, EvalError>> {
+        None
+    }
 }
 
 impl Activation for HashMap<String, Value> {
@@ -317,6 +324,11 @@ impl<'a> Evaluator<'a> {
             _ => {
                 if f::FUNCTIONS.contains(&function) {
                     Err(EvalError::NoOverload(static_name(function)))
+                } else if let Some(r) = (!receiver)
+                    .then(|| self.act.call(function, &vals))
+                    .flatten()
+                {
+                    r
                 } else {
                     Err(EvalError::UnknownFunction(function.to_string()))
                 }

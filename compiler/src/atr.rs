@@ -462,6 +462,7 @@ pub fn lower_rule(
         sql: None,
         monitor: false,
         approval: None,
+        transforms: Vec::new(),
     })))
 }
 

@@ -33,7 +33,75 @@ pub fn declarations() -> Declarations {
         "params",
         CelType::Map(Box::new(CelType::String), Box::new(CelType::Dyn)),
     );
+    // The approval triggers (`parallax_runtime::triggers`).
+    for (name, args, result) in parallax_runtime::triggers::SIGNATURES {
+        let t = |n: &str| CelType::parse(n).unwrap_or(CelType::Dyn);
+        d.declare_function(name, args.iter().map(|a| t(a)).collect(), t(result));
+    }
     d
+}
+
+/// What the triggers need from the config's `policy:` section: the lists
+/// `external_recipient()` and `vip_recipient()` compare with, filled in as
+/// their argument when a rule calls them without one.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyConfig {
+    #[serde(default)]
+    pub internal_domains: Vec<String>,
+    #[serde(default)]
+    pub vip_recipients: Vec<String>,
+}
+
+/// `external_recipient()` → `external_recipient([internal domains])`, same
+/// for `vip_recipient()`; checks `after_hours`' literal arguments.
+fn fill_triggers(e: &mut Expr, policy: &PolicyConfig, next_id: &mut u32) -> Result<(), String> {
+    if let ExprKind::Call {
+        target: None,
+        function,
+        args,
+    } = &mut e.kind
+    {
+        let list = match function.as_str() {
+            "external_recipient" => Some(&policy.internal_domains),
+            "vip_recipient" => Some(&policy.vip_recipients),
+            _ => None,
+        };
+        if let Some(list) = list.filter(|_| args.is_empty()) {
+            let span = e.span;
+            let mut item = |kind| {
+                *next_id += 1;
+                Expr {
+                    id: *next_id,
+                    span,
+                    kind,
+                }
+            };
+            let items = list
+                .iter()
+                .map(|d| item(ExprKind::Literal(Literal::String(d.clone()))))
+                .collect();
+            let list = item(ExprKind::List(items));
+            args.push(list);
+        }
+        if function == "after_hours" {
+            if let [a, b, c] = args.as_slice() {
+                if let (
+                    ExprKind::Literal(Literal::String(tz)),
+                    ExprKind::Literal(Literal::String(start)),
+                    ExprKind::Literal(Literal::String(end)),
+                ) = (&a.kind, &b.kind, &c.kind)
+                {
+                    parallax_runtime::triggers::check_after_hours(tz, start, end)
+                        .map_err(|m| format!("after_hours: {m}"))?;
+                }
+            }
+        }
+    }
+    for (child, _) in children(e) {
+        fill_triggers(child, policy, next_id)?;
+    }
+    Ok(())
 }
 
 const ROOTS: [(&str, JsonRoot); 3] = [
@@ -44,13 +112,26 @@ const ROOTS: [(&str, JsonRoot); 3] = [
 
 /// Parses, checks and lowers one rule's expression; the error shows the
 /// expression with a caret under the offending part.
-pub fn lower_cel(r: &CelRule, table: &mut AtomTable) -> Result<Predicate, String> {
-    let src = r.expr.as_str();
+pub fn lower_cel(
+    r: &CelRule,
+    table: &mut AtomTable,
+    policy: &PolicyConfig,
+) -> Result<Predicate, String> {
+    lower_expr(&r.expr, table, policy)
+}
+
+/// [`lower_cel`] for an expression on its own (policies' translated `when`).
+pub fn lower_expr(
+    src: &str,
+    table: &mut AtomTable,
+    policy: &PolicyConfig,
+) -> Result<Predicate, String> {
     let show = |e: SourceError| e.to_string();
     let program = Program::parse(src).map_err(show)?;
     let mut expr = program.expr;
     let mut next_id = max_id(&expr) + 1;
     resolve_aliases(&mut expr, &mut Vec::new(), &mut next_id);
+    fill_triggers(&mut expr, policy, &mut next_id)?;
     let program = Program::from_expr(src, expr);
     let decls = declarations();
     let t = program.check(&decls).map_err(show)?;

@@ -7,6 +7,7 @@
 //! step parses them per engine so its errors can name the rule.
 
 use crate::atr::{self, AtrConfig, AtrFile};
+use crate::cel::PolicyConfig;
 use crate::error::{CompileError, CompileErrors};
 use crate::sigma::mapping::{SigmaConfig, SigmaContext};
 use crate::source::RuleMode;
@@ -42,6 +43,12 @@ struct ConfigFile {
     /// How ATR rules become Parallax rules (actions, exclusions).
     #[serde(default)]
     atr: AtrConfig,
+    /// parlok policy files (besides `<rules_dir>/policy/`).
+    #[serde(default)]
+    policy_files: Vec<String>,
+    /// What the policy triggers compare with (internal domains, VIPs).
+    #[serde(default)]
+    policy: PolicyConfig,
 }
 
 fn yes() -> bool {
@@ -129,6 +136,8 @@ pub struct ConfigSources {
     pub errors: Vec<CompileError>,
     /// The `atr:` section.
     pub atr: AtrConfig,
+    /// The `policy:` section.
+    pub policy: PolicyConfig,
 }
 
 fn read(path: &Path) -> Result<String, CompileError> {
@@ -243,6 +252,14 @@ pub fn load(path: &Path) -> Result<ConfigSources, CompileErrors> {
         }
     }
     evaluators.extend(atr_evaluators(atr_files, &mut inputs));
+    for f in &file.policy_files {
+        let p = base.join(f);
+        inputs.push(p.clone());
+        match policy_evaluator(&p) {
+            Ok(ev) => evaluators.push(ev),
+            Err(e) => errors.push(e),
+        }
+    }
     Ok(ConfigSources {
         path: path.to_path_buf(),
         settings: ProgramSettings {
@@ -255,7 +272,25 @@ pub fn load(path: &Path) -> Result<ConfigSources, CompileErrors> {
         inputs,
         errors,
         atr: file.atr,
+        policy: file.policy,
     })
+}
+
+/// The evaluator of one parlok policy file, named after it.
+fn policy_evaluator(path: &Path) -> Result<EvaluatorSource, CompileError> {
+    let stem = path
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or_default()
+        .to_string();
+    let rules = crate::policy::load_file(path, &stem)?;
+    Ok(tree_evaluator(
+        EngineKind::Policy,
+        stem,
+        None,
+        path.to_path_buf(),
+        rules,
+    ))
 }
 
 /// The front-door sections present in `file`, as JSON (a YAML mapping with
@@ -406,6 +441,13 @@ fn load_tree(
                 continue;
             }
             inputs.push(file.clone());
+            if engine == EngineKind::Policy {
+                match policy_evaluator(&file) {
+                    Ok(ev) => out.push(ev),
+                    Err(e) => errors.push(e),
+                }
+                continue;
+            }
             match load_rules_file(&file) {
                 Ok((header, rules)) => {
                     let stem = file

@@ -97,6 +97,10 @@ pub struct IrRule {
     /// so other rule sets keep their fingerprints).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub approval: Option<parallax_runtime::ApprovalSpec>,
+    /// Rewrite transforms (left out when none, so other rule sets keep
+    /// their fingerprints).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub transforms: Vec<parallax_runtime::Transform>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -21,11 +21,13 @@ pub mod ir;
 pub mod literals;
 pub mod lower;
 pub mod plan;
+pub mod policy;
 pub mod regex_check;
 pub mod sigma;
 pub mod source;
 pub mod stages;
 pub mod stats;
+pub mod transforms;
 mod yaml;
 
 pub use error::{CompileError, CompileErrors};

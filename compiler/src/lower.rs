@@ -11,7 +11,7 @@ use crate::ir::{AtomKind, AtomTable, IrEvaluator, IrRule, IrSql, RuleNote, RuleS
 use crate::regex_check::check_regex;
 use crate::sigma::{self, mapping::SigmaContext};
 use crate::source::{
-    CelRule, Common, MatchMode, PatternRule, PatternSpec, RegexRule, RuleMode, SqlRule,
+    CelRule, Common, MatchMode, PatternRule, PatternSpec, PolicyRule, RegexRule, RuleMode, SqlRule,
 };
 use crate::stages::default_stages;
 use crate::yaml;
@@ -99,6 +99,7 @@ pub fn lower(sources: ConfigSources) -> Result<RuleSet, CompileErrors> {
             };
             let ctx = RuleContext {
                 sigma: &sources.sigma,
+                policy: &sources.policy,
                 atr: &sources.atr,
                 warnings: &mut warnings,
             };
@@ -180,6 +181,7 @@ fn rule_id(v: &serde_yaml::Value) -> Option<String> {
 /// What lowering a rule may need beyond the rule itself.
 struct RuleContext<'a> {
     sigma: &'a SigmaContext,
+    policy: &'a crate::cel::PolicyConfig,
     atr: &'a atr::AtrConfig,
     warnings: &'a mut Vec<String>,
 }
@@ -234,9 +236,23 @@ fn lower_rule(
             let p = lower_pattern(&r, table).map_err(err)?;
             (r.common(), p)
         }
+        EngineKind::Policy => {
+            let r: PolicyRule = yaml::from_value(value).map_err(err)?;
+            let mut parts = vec![crate::cel::lower_expr(&r.expr, table, ctx.policy).map_err(err)?];
+            for earlier in &r.unless {
+                let p = crate::cel::lower_expr(earlier, table, ctx.policy).map_err(err)?;
+                parts.push(Predicate::Not(Box::new(p)));
+            }
+            let p = if parts.len() == 1 {
+                parts.remove(0)
+            } else {
+                Predicate::And(parts)
+            };
+            (r.common(), p)
+        }
         EngineKind::Cel => {
             let r: CelRule = yaml::from_value(value).map_err(err)?;
-            let p = crate::cel::lower_cel(&r, table).map_err(err)?;
+            let p = crate::cel::lower_cel(&r, table, ctx.policy).map_err(err)?;
             (r.common(), p)
         }
         EngineKind::Sigma => {
@@ -258,9 +274,46 @@ fn lower_rule(
             (r.common(), Predicate::Const(false))
         }
     };
+    let fields = transform_fields(engine, &predicate, table);
+    let transforms =
+        crate::transforms::lower(&common.transforms, common.action, &fields).map_err(err)?;
     let mut rule = finish(common, defaults, predicate).map_err(err)?;
     rule.sql = sql;
+    rule.transforms = transforms;
     Ok(Some(rule))
+}
+
+/// The fields a rule's transforms rewrite unless they name some: a
+/// policy's message (`tool_args.body`, `tool_args.subject`), else the
+/// fields the rule's conditions search, else `text`.
+fn transform_fields(engine: EngineKind, predicate: &Predicate, table: &AtomTable) -> Vec<FieldRef> {
+    if engine == EngineKind::Policy {
+        return ["tool_args.body", "tool_args.subject"]
+            .iter()
+            .filter_map(|f| FieldRef::parse(f).ok())
+            .collect();
+    }
+    let mut atoms = Vec::new();
+    predicate.positive_atoms(&mut atoms);
+    let mut fields: Vec<FieldRef> = Vec::new();
+    for a in atoms {
+        if let Some(f) = table
+            .atoms
+            .get(a as usize)
+            .and_then(|spec| table.fields.get(spec.field as usize))
+        {
+            if !fields.contains(f) {
+                fields.push(f.clone());
+            }
+        }
+    }
+    if fields.is_empty() {
+        fields = DEFAULT_FIELDS
+            .iter()
+            .filter_map(|f| FieldRef::parse(f).ok())
+            .collect();
+    }
+    fields
 }
 
 /// Checks a SQL rule against the real schema in an in-memory SQLite: the
@@ -312,6 +365,7 @@ fn finish(c: Common, defaults: Defaults<'_>, predicate: Predicate) -> Result<IrR
         sql: None,
         monitor: c.mode.unwrap_or(defaults.mode) == RuleMode::Monitor,
         approval: c.approval,
+        transforms: Vec::new(),
     })
 }
 

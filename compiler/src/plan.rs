@@ -524,6 +524,7 @@ pub fn compile(rules: &RuleSet, limits: &Limits) -> Compiled {
                 author: r.author.clone(),
                 monitor: r.monitor,
                 approval: r.approval.clone(),
+                transforms: r.transforms.clone(),
             });
         }
     }

@@ -46,6 +46,25 @@ pub struct Common {
     pub mode: Option<RuleMode>,
     /// `action: approve` only: who decides, how long, what expiry means.
     pub approval: Option<ApprovalSpec>,
+    /// Rewrite transforms (`redact` and `approve` rules).
+    pub transforms: Vec<TransformSource>,
+}
+
+/// One entry of a rule's `transforms:` as written: a call such as
+/// `clamp_length(500)` or `replace('\d{4}', 'NNNN')`, applied to the
+/// rule's default fields, or `{apply: <call>, fields: [...]}`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum TransformSource {
+    Call(String),
+    WithFields(TransformWithFields),
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TransformWithFields {
+    pub apply: String,
+    pub fields: Vec<String>,
 }
 
 /// Whether a rule's action is enforced or only reported.
@@ -85,6 +104,8 @@ macro_rules! rule_source {
             pub tests: RuleTests,
             pub mode: Option<RuleMode>,
             pub approval: Option<ApprovalSpec>,
+            #[serde(default)]
+            pub transforms: Vec<TransformSource>,
             $($(#[$fm])* pub $f: $t,)*
         }
 
@@ -103,6 +124,7 @@ macro_rules! rule_source {
                     tests: self.tests.clone(),
                     mode: self.mode,
                     approval: self.approval.clone(),
+                    transforms: self.transforms.clone(),
                 }
             }
         }
@@ -174,5 +196,16 @@ rule_source! {
     pub struct SqlRule {
         pub query: String,
         pub condition: String,
+    }
+}
+
+rule_source! {
+    /// A `policy` engine rule, generated from a parlok policy file
+    /// (`crate::policy`): it matches when `expr` holds and none of
+    /// `unless` (the file's earlier policies) does.
+    pub struct PolicyRule {
+        pub expr: String,
+        #[serde(default)]
+        pub unless: Vec<String>,
     }
 }

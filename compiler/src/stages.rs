@@ -12,7 +12,7 @@ pub fn default_stages(engine: EngineKind) -> Vec<Stage> {
     match engine {
         EngineKind::Regex => vec![Stage::ToolBefore, Stage::ToolAfter],
         EngineKind::Pattern => vec![Stage::ToolBefore],
-        EngineKind::Cel => vec![Stage::ToolBefore],
+        EngineKind::Cel | EngineKind::Policy => vec![Stage::ToolBefore],
         // Like regex: a Sigma rule may be written for what a tool call is
         // about to do or for what it returned, and one for a tool result
         // must not silently never run. `logsource: {product: agent,

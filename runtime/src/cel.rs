@@ -190,6 +190,10 @@ impl Activation for EventActivation<'_> {
         })
     }
 
+    fn call(&self, function: &str, args: &[Value]) -> Option<Result<Value, EvalError>> {
+        crate::triggers::call(self.event, function, args)
+    }
+
     fn atom(&self, id: u32) -> Result<bool, EvalError> {
         let field = self
             .atom_fields

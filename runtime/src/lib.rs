@@ -24,6 +24,8 @@ pub mod scan;
 pub mod settings;
 pub mod stage;
 pub mod tally;
+pub mod transform;
+pub mod triggers;
 pub mod validator;
 
 pub use action::{Action, Priority};
@@ -48,4 +50,5 @@ pub use scan::ShardDfa;
 pub use settings::{FailMode, FrontDoorSections, ProgramSettings, StateSettings, FRONT_DOOR_KEYS};
 pub use stage::{Stage, StageSet};
 pub use tally::Tally;
+pub use transform::{CachedRegex, Transform, TransformOp};
 pub use validator::Validator;

@@ -28,6 +28,10 @@ pub enum EngineKind {
     /// Agent Threat Rules files (`<rules_dir>/atr/**`, `atr_dirs`): regex
     /// conditions over ATR fields, one evaluator per ATR category.
     Atr,
+    /// parlok-style tool-call policies (`<rules_dir>/policy/*.yaml`,
+    /// `policy_files`): first-match-wins policies lowered to CEL predicates,
+    /// one evaluator per file.
+    Policy,
     // Other engines go above this line: `Sql` stays LAST.
     /// Temporal rules: SQL queries over the side-store of recent events
     /// (crate parallax-store). Last in the chain because they cost the most;
@@ -36,12 +40,13 @@ pub enum EngineKind {
 }
 
 impl EngineKind {
-    pub const ALL: [EngineKind; 6] = [
+    pub const ALL: [EngineKind; 7] = [
         EngineKind::Regex,
         EngineKind::Pattern,
         EngineKind::Cel,
         EngineKind::Sigma,
         EngineKind::Atr,
+        EngineKind::Policy,
         EngineKind::Sql,
     ];
 
@@ -52,6 +57,7 @@ impl EngineKind {
             EngineKind::Cel => "cel",
             EngineKind::Sigma => "sigma",
             EngineKind::Atr => "atr",
+            EngineKind::Policy => "policy",
             EngineKind::Sql => "sql",
         }
     }
@@ -155,6 +161,10 @@ pub struct RuleMeta {
     /// expiry means.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval: Option<ApprovalSpec>,
+    /// Rewrite transforms, applied when the rule matches (`redact` and
+    /// `approve` rules).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub transforms: Vec<crate::transform::Transform>,
 }
 
 /// A rule's approval terms (`approval:` on an `action: approve` rule).

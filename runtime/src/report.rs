@@ -35,6 +35,10 @@ pub struct Report {
     /// The request's event with redacted fields rewritten in place.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub redacted_event: Option<Value>,
+    /// The same event when a rule's `transforms` rewrote it (parlok's
+    /// `rewrite`): named for what it is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rewritten_event: Option<Value>,
     pub elapsed_ms: f64,
     /// Set when evaluation itself failed and `fail_mode` decided the action.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -166,6 +170,17 @@ impl Report {
             let reason = late.reason.clone().unwrap_or_else(|| rule.title.clone());
             results.push(rule_result(engine, late.rule, None, Some(reason)));
         }
+        // Rewrite transforms of matched rules; a value failing a rule's
+        // `enforce_template` makes that rule block.
+        let rewrite = crate::transform::rewrite(engine, &event.event, verdict.matched);
+        for &r in rewrite.iter().flat_map(|rw| &rw.violations) {
+            let rule = &program.rules[r as usize];
+            tally.add(Action::Block, rule.monitor);
+            let mut result = rule_result(engine, r, None, None);
+            result.action = Action::Block;
+            result.reason = format!("{} (a value does not match its template)", result.reason);
+            results.push(result);
+        }
         let mut reasons: Vec<String> = results
             .iter()
             .map(|r| format!("{}: {}", r.rule_id, r.reason))
@@ -181,17 +196,20 @@ impl Report {
             f.failure.clone()
         });
         let (action, would_block) = conclude(tally, failure.as_ref(), conclusion.monitor);
+        let rewritten = rewrite.as_ref().map(|rw| &rw.event);
         let (redacted, redacted_event) = if action == Action::Redact {
-            redact(engine, event, verdict)
+            redact(engine, event, verdict, rewritten)
         } else {
             (None, None)
         };
+        let rewritten_event = redacted_event.clone().filter(|_| rewritten.is_some());
         let held_rewrite = (action == Action::Approve
-            && verdict.matched.iter().any(|&r| {
-                let rule = &program.rules[r as usize];
-                rule.action == Action::Redact && !rule.monitor
-            }))
-        .then(|| redact(engine, event, verdict).1)
+            && (rewritten.is_some()
+                || verdict.matched.iter().any(|&r| {
+                    let rule = &program.rules[r as usize];
+                    rule.action == Action::Redact && !rule.monitor
+                })))
+        .then(|| redact(engine, event, verdict, rewritten).1)
         .flatten();
         Report {
             action,
@@ -201,6 +219,7 @@ impl Report {
             results,
             redacted,
             redacted_event,
+            rewritten_event,
             elapsed_ms: elapsed.as_secs_f64() * 1000.0,
             failure,
             approval: None,
@@ -228,6 +247,7 @@ impl Report {
             results: Vec::new(),
             redacted: None,
             redacted_event: None,
+            rewritten_event: None,
             elapsed_ms: elapsed.as_secs_f64() * 1000.0,
             failure: Some(failure),
             approval: None,
@@ -317,16 +337,20 @@ fn first_match(
     None
 }
 
+/// The event with the redaction rules' matches redacted, starting from
+/// what the transforms rewrote (`transformed`), if anything.
 fn redact(
     engine: &Engine,
     event: &PreparedEvent,
     verdict: &Verdict<'_>,
+    transformed: Option<&Event>,
 ) -> (Option<String>, Option<Value>) {
     let program = engine.program();
-    let mut rewritten = event.event.clone();
+    let mut rewritten = transformed.unwrap_or(&event.event).clone();
     for &r in verdict.matched {
         let rule = &program.rules[r as usize];
-        if rule.action != Action::Redact || rule.monitor {
+        // A rule with transforms rewrites by them, not by its matches.
+        if rule.action != Action::Redact || rule.monitor || !rule.transforms.is_empty() {
             continue;
         }
         for atom in hit_atoms(engine, verdict, r) {
@@ -384,7 +408,8 @@ pub fn mask_secret_text(engine: &Engine, text: &mut String) -> bool {
 fn redaction_atoms(engine: &Engine) -> Vec<u32> {
     let mut atoms = Vec::new();
     for rule in &engine.program().rules {
-        if rule.action == Action::Redact {
+        // A transform rule's atoms are its conditions, not secrets.
+        if rule.action == Action::Redact && rule.transforms.is_empty() {
             rule.predicate.positive_atoms(&mut atoms);
         }
     }

@@ -106,6 +106,7 @@ pub fn lint_dir(dir: &Path, ctx: &SigmaContext) -> Result<DirReport, CompileErro
                         sql: None,
                         monitor: c.mode == Some(crate::source::RuleMode::Monitor),
                         approval: c.approval,
+                        transforms: Vec::new(),
                     });
                 }
                 Err(m) => failures.push(CompileError::rule(file, label, m)),

@@ -251,6 +251,7 @@ pub fn lower(value: Value, ctx: &SigmaContext, table: &mut AtomTable) -> Result<
             tests: rule.tests.clone(),
             mode: rule.mode,
             approval: rule.approval.clone(),
+            transforms: Vec::new(),
         },
         predicate,
         author: rule.author.clone(),
