@@ -187,6 +187,15 @@ pub enum SetupAgent {
         #[arg(long, value_enum, default_value = "hooks")]
         mode: crate::setup::Mode,
     },
+    /// OpenClaw: the Parallax plugin in <state>/extensions/parallax,
+    /// registered in $OPENCLAW_CONFIG_PATH (~/.openclaw/openclaw.json).
+    Openclaw {
+        #[arg(long, default_value = crate::hooks::client::DEFAULT_URL)]
+        url: String,
+        /// The plugin blocks tool calls when the server does not answer.
+        #[arg(long)]
+        fail_closed: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -196,6 +205,7 @@ pub enum RevertAgent {
         scope: crate::setup::claudecode::Scope,
     },
     Codex,
+    Openclaw,
 }
 
 #[derive(Debug, Subcommand)]
@@ -276,12 +286,18 @@ pub fn run(cli: Cli) -> ExitCode {
                     mode,
                 },
         } => setup::codex(url, fail_closed, mode),
+        Command::Setup {
+            agent: SetupAgent::Openclaw { url, fail_closed },
+        } => setup::openclaw(url, fail_closed),
         Command::Revert {
             agent: RevertAgent::Claudecode { scope },
         } => revert::claudecode(scope),
         Command::Revert {
             agent: RevertAgent::Codex,
         } => revert::codex(),
+        Command::Revert {
+            agent: RevertAgent::Openclaw,
+        } => revert::openclaw(),
         Command::Mcp { how } => mcp::run(how),
         Command::Test {
             config,

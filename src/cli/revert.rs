@@ -3,7 +3,7 @@
 
 use super::fail;
 use super::setup::{places, report};
-use crate::setup::{claudecode, codex, codex_proxy};
+use crate::setup::{claudecode, codex, codex_proxy, openclaw};
 use std::process::ExitCode;
 
 pub fn claudecode(scope: claudecode::Scope) -> ExitCode {
@@ -28,4 +28,14 @@ pub fn codex() -> ExitCode {
         Ok(out)
     });
     report(both)
+}
+
+pub fn openclaw() -> ExitCode {
+    match places() {
+        Ok(p) => report(openclaw::revert(&openclaw::config_path(
+            std::env::var_os("OPENCLAW_CONFIG_PATH").as_deref(),
+            &p.home,
+        ))),
+        Err(e) => fail(e),
+    }
 }

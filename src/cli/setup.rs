@@ -2,7 +2,7 @@
 //! settings (src/setup/), then what changed and what is left to do.
 
 use super::fail;
-use crate::setup::{claudecode, codex, codex_proxy, Mode, Outcome};
+use crate::setup::{claudecode, codex, codex_proxy, openclaw, Mode, Outcome};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -61,6 +61,17 @@ pub fn codex(url: String, fail_closed: bool, mode: Mode) -> ExitCode {
             codex_home,
         })),
         Mode::Proxy => report(codex_proxy::setup(&codex_home, &url)),
+    }
+}
+
+pub fn openclaw(url: String, fail_closed: bool) -> ExitCode {
+    match places() {
+        Ok(p) => report(openclaw::setup(
+            &openclaw::config_path(std::env::var_os("OPENCLAW_CONFIG_PATH").as_deref(), &p.home),
+            &url,
+            fail_closed,
+        )),
+        Err(e) => fail(e),
     }
 }
 

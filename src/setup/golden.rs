@@ -305,3 +305,61 @@ fn codex_proxy_refuses_what_it_cannot_parse_and_keeps_later_edits() {
     assert!(backup_path(&file).exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn openclaw_plugin_registration() {
+    use super::openclaw;
+    let user = std::fs::read(fixtures().join("openclaw-user.json")).unwrap();
+    let cases: [(&str, Option<&[u8]>, bool); 2] = [
+        ("openclaw-empty", None, false),
+        ("openclaw-existing", Some(&user), true),
+    ];
+    for (name, before, fail_closed) in cases {
+        let dir = tmp(name);
+        let file = openclaw::config_path(None, &dir);
+        if let Some(b) = before {
+            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+            std::fs::write(&file, b).unwrap();
+        }
+        let url = crate::hooks::client::DEFAULT_URL;
+        let out = openclaw::setup(&file, url, fail_closed).unwrap();
+        assert!(!out.todo.is_empty());
+        let written = std::fs::read_to_string(&file).unwrap();
+        let state = file.parent().unwrap().display().to_string();
+        golden(name, written.replace(&state, "<STATE>").as_bytes());
+        let plugin = openclaw::plugin_dir(&file);
+        for (f, text) in openclaw::PLUGIN_FILES {
+            assert_eq!(std::fs::read_to_string(plugin.join(f)).unwrap(), text);
+        }
+        assert_eq!(backup_path(&file).exists(), before.is_some(), "{name}");
+        let again = openclaw::setup(&file, url, fail_closed).unwrap();
+        assert!(again.done[0].contains("unchanged"), "{:?}", again.done);
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), written);
+        openclaw::revert(&file).unwrap();
+        match before {
+            Some(b) => assert_eq!(std::fs::read(&file).unwrap(), b, "{name}: revert"),
+            None => assert!(!file.exists(), "{name}: revert left the file"),
+        }
+        assert!(!plugin.exists(), "{name}: plugin left behind");
+        assert!(!backup_path(&file).exists(), "{name}: backup left behind");
+        let nothing = openclaw::revert(&file).unwrap();
+        assert!(
+            nothing.done[0].contains("no Parallax") || nothing.done[0].contains("does not"),
+            "{:?}",
+            nothing.done
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    let dir = tmp("openclaw-refuse");
+    let file = dir.join("openclaw.json");
+    for bad in [&b"{ // json5\n plugins: {} }"[..], b"{\"plugins\": []}"] {
+        std::fs::write(&file, bad).unwrap();
+        let e = openclaw::setup(&file, "http://127.0.0.1:9920", false).unwrap_err();
+        assert!(
+            e.contains("openclaw.json") && e.contains("nothing written"),
+            "{e}"
+        );
+        assert_eq!(std::fs::read(&file).unwrap(), bad);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -20,6 +20,7 @@ pub mod codex;
 pub mod codex_proxy;
 pub mod hooks_file;
 pub mod json;
+pub mod openclaw;
 
 use std::path::{Path, PathBuf};
 
