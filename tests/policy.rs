@@ -255,3 +255,13 @@ fn transforms_on_an_ordinary_rule_and_templates_that_deny() {
     assert_eq!(eval_on(&e, mail("x@other.test")).action.as_str(), "detect");
     assert_eq!(eval_on(&e, mail("x@acme.test")).action.as_str(), "allow");
 }
+
+#[test]
+fn the_policies_doc_shows_the_checked_example() {
+    let doc = include_str!("../docs/POLICIES.md");
+    let fixture = include_str!("fixtures/policy/outbound.yaml");
+    assert!(
+        doc.contains(fixture),
+        "docs/POLICIES.md must show tests/fixtures/policy/outbound.yaml verbatim"
+    );
+}
