@@ -265,3 +265,59 @@ fn the_policies_doc_shows_the_checked_example() {
         "docs/POLICIES.md must show tests/fixtures/policy/outbound.yaml verbatim"
     );
 }
+
+#[test]
+fn init_writes_a_starter_that_lints_and_blocks_the_obvious() {
+    let bin = env!("CARGO_BIN_EXE_parallax");
+    let dir = std::env::temp_dir().join(format!("parallax-init-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let run = |args: &[&str], stdin: Option<&str>| {
+        use std::io::Write;
+        let mut child = std::process::Command::new(bin)
+            .args(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("runs");
+        if let Some(s) = stdin {
+            child
+                .stdin
+                .take()
+                .expect("stdin")
+                .write_all(s.as_bytes())
+                .expect("write");
+        }
+        child.wait_with_output().expect("output")
+    };
+    let d = dir.to_string_lossy().to_string();
+    let out = run(&["init", &d], None);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let config = dir.join("parallax.yaml").to_string_lossy().to_string();
+    let lint = run(&["lint", "-c", &config], None);
+    assert!(
+        lint.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&lint.stdout),
+        String::from_utf8_lossy(&lint.stderr)
+    );
+    let events = [
+        r#"{"stage":"tool.before","tool_name":"Bash","tool_args":{"command":"rm -rf /"}}"#,
+        r#"{"stage":"tool.before","tool_name":"email.send","tool_args":{"recipient":"x@other.test","body":"password: hunter2"}}"#,
+        r#"{"stage":"tool.before","tool_name":"email.delete","tool_args":{"recipient":"x@other.test"}}"#,
+        r#"{"stage":"tool.before","tool_name":"Bash","tool_args":{"command":"ls -la"}}"#,
+    ];
+    let out = run(&["eval", "-c", &config], Some(&(events.join("\n") + "\n")));
+    let actions: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .map(|v| v["action"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(actions, ["block", "block", "block", "allow"]);
+    // A second init refuses to overwrite.
+    assert!(!run(&["init", &d], None).status.success());
+}

@@ -10,6 +10,7 @@ mod compile;
 mod docs;
 mod eval;
 mod hook;
+mod init;
 mod lint;
 mod mcp;
 mod revert;
@@ -30,6 +31,9 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Write a starter parallax.yaml and an example policy file
+    /// (policies/tools.yaml) into DIR (default: the current folder).
+    Init { dir: Option<PathBuf> },
     /// Serve the HTTP API (POST /evaluate, GET /health, GET /metrics,
     /// POST /admin/reload); SIGHUP reloads the rules.
     Serve {
@@ -256,6 +260,7 @@ pub fn run(cli: Cli) -> ExitCode {
             None => lint::run(config),
         },
         Command::Compile { config, emit } => compile::run(config, emit),
+        Command::Init { dir } => init::run(dir),
         Command::Hook {
             framework,
             url,
