@@ -25,8 +25,8 @@ pub fn run(config: Option<PathBuf>, file: Option<PathBuf>, baked_only: bool) -> 
     };
     // One side-store for the whole input, clocked by the events' own
     // timestamps: a JSONL file of a session replays as it happened.
-    let service = match DecisionService::new(loaded.engine, loaded.settings) {
-        Ok(s) => s.replaying(),
+    let service = match DecisionService::replay(loaded.engine, loaded.settings) {
+        Ok(s) => s,
         Err(e) => return fail(e),
     };
     let origin = Origin::door(Door::Eval);

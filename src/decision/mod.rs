@@ -106,13 +106,30 @@ impl DecisionService {
         settings: Settings,
         clock: Arc<dyn Clock>,
     ) -> Result<DecisionService, OpenError> {
+        DecisionService::open(engine, settings, clock, true)
+    }
+
+    /// For `parallax eval`: replay mode ([`DecisionService::replaying`])
+    /// without the approvals database. A replay reports an `approve`
+    /// verdict but asks nobody, so it neither opens nor creates the file.
+    pub fn replay(engine: Engine, settings: Settings) -> Result<DecisionService, OpenError> {
+        Ok(DecisionService::open(engine, settings, Arc::new(SystemClock), false)?.replaying())
+    }
+
+    fn open(
+        engine: Engine,
+        settings: Settings,
+        clock: Arc<dyn Clock>,
+        with_approvals: bool,
+    ) -> Result<DecisionService, OpenError> {
         let store = parallax_store::open_for(engine.program(), &settings.state, clock.clone())?;
         let metrics = Metrics::new();
-        let asks_approval = engine
-            .program()
-            .rules
-            .iter()
-            .any(|r| r.action == Action::Approve);
+        let asks_approval = with_approvals
+            && engine
+                .program()
+                .rules
+                .iter()
+                .any(|r| r.action == Action::Approve);
         let approvals = if asks_approval {
             Some(Approvals::open(&settings.approvals, metrics.clone())?)
         } else {
