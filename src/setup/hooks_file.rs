@@ -165,40 +165,12 @@ pub fn revert(path: &Path, framework: &str) -> Result<Outcome, String> {
         ));
         return Ok(out);
     }
-    let backup = backup_path(path);
-    let original = read_optional(&backup)?;
-    match original {
-        Some(orig) if parse(&backup, &orig).ok().as_ref() == Some(&root) => {
-            write_atomic(path, &orig)?;
-            std::fs::remove_file(&backup)
-                .map_err(|e| format!("cannot remove {}: {e}", backup.display()))?;
-            out.done.push(format!(
-                "restored {} from {} (byte for byte)",
-                path.display(),
-                backup.display()
-            ));
-        }
-        None if root.is_empty_container() => {
-            std::fs::remove_file(path)
-                .map_err(|e| format!("cannot remove {}: {e}", path.display()))?;
-            out.done.push(format!(
-                "removed {} (setup created it; nothing else was in it)",
-                path.display()
-            ));
-        }
-        orig => {
-            write_atomic(path, root.pretty().as_bytes())?;
-            out.done.push(format!(
-                "removed {removed} Parallax hook group(s) from {}; the rest is kept as it is now",
-                path.display()
-            ));
-            if orig.is_some() {
-                out.done.push(format!(
-                    "{} (the file before setup) differs from it now and is left in place",
-                    backup.display()
-                ));
-            }
-        }
-    }
+    super::finish_revert(
+        path,
+        &root,
+        parse,
+        &format!("{removed} Parallax hook group(s)"),
+        &mut out,
+    )?;
     Ok(out)
 }

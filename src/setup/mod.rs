@@ -76,6 +76,56 @@ pub fn read_optional(path: &Path) -> Result<Option<Vec<u8>>, String> {
     }
 }
 
+/// The last step of a revert: `root` is the file at `path` with
+/// Parallax's entries taken out (`what`, for the message). If that is
+/// exactly the file as it was before setup (its backup), the backup's bytes
+/// are put back and the backup removed; if setup created the file and
+/// nothing else is in it, it is removed; otherwise what is left is written,
+/// and a backup that no longer matches is left in place, said so.
+pub fn finish_revert(
+    path: &Path,
+    root: &json::Json,
+    parse: impl Fn(&Path, &[u8]) -> Result<json::Json, String>,
+    what: &str,
+    out: &mut Outcome,
+) -> Result<(), String> {
+    let backup = backup_path(path);
+    match read_optional(&backup)? {
+        Some(orig) if parse(&backup, &orig).ok().as_ref() == Some(root) => {
+            write_atomic(path, &orig)?;
+            std::fs::remove_file(&backup)
+                .map_err(|e| format!("cannot remove {}: {e}", backup.display()))?;
+            out.done.push(format!(
+                "restored {} from {} (byte for byte)",
+                path.display(),
+                backup.display()
+            ));
+        }
+        None if root.is_empty_container() => {
+            std::fs::remove_file(path)
+                .map_err(|e| format!("cannot remove {}: {e}", path.display()))?;
+            out.done.push(format!(
+                "removed {} (setup created it; nothing else was in it)",
+                path.display()
+            ));
+        }
+        orig => {
+            write_atomic(path, root.pretty().as_bytes())?;
+            out.done.push(format!(
+                "removed {what} from {}; the rest is kept as it is now",
+                path.display()
+            ));
+            if orig.is_some() {
+                out.done.push(format!(
+                    "{} (the file before setup) differs from it now and is left in place",
+                    backup.display()
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// `s` quoted for a POSIX shell when it needs it (hook commands run
 /// through `sh -c`).
 pub fn shell_quote(s: &str) -> String {

@@ -256,39 +256,6 @@ pub fn revert(config: &Path) -> Result<Outcome, String> {
         );
         return Ok(out);
     }
-    let backup = backup_path(config);
-    match read_optional(&backup)? {
-        Some(orig) if parse(&backup, &orig).ok().as_ref() == Some(&root) => {
-            write_atomic(config, &orig)?;
-            std::fs::remove_file(&backup)
-                .map_err(|e| format!("cannot remove {}: {e}", backup.display()))?;
-            out.done.push(format!(
-                "restored {} from {} (byte for byte)",
-                config.display(),
-                backup.display()
-            ));
-        }
-        None if root.is_empty_container() => {
-            std::fs::remove_file(config)
-                .map_err(|e| format!("cannot remove {}: {e}", config.display()))?;
-            out.done.push(format!(
-                "removed {} (setup created it; nothing else was in it)",
-                config.display()
-            ));
-        }
-        orig => {
-            write_atomic(config, root.pretty().as_bytes())?;
-            out.done.push(format!(
-                "removed the Parallax plugin from {}; the rest is kept as it is now",
-                config.display()
-            ));
-            if orig.is_some() {
-                out.done.push(format!(
-                    "{} (the file before setup) differs from it now and is left in place",
-                    backup.display()
-                ));
-            }
-        }
-    }
+    super::finish_revert(config, &root, parse, "the Parallax plugin", &mut out)?;
     Ok(out)
 }
