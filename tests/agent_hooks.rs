@@ -19,84 +19,36 @@
 //! permitted `unshare --net` (root); failing instead under `CI=true`.
 //! `PARALLAX_AGENTS_BIN` overrides where the agents are looked for.
 
+mod support;
+
 use serde_json::Value;
-use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::process::Command;
-
-const ROOT: &str = env!("CARGO_MANIFEST_DIR");
-
-fn agents_bin() -> PathBuf {
-    match std::env::var_os("PARALLAX_AGENTS_BIN").filter(|v| !v.is_empty()) {
-        Some(dir) => Path::new(ROOT).join(dir),
-        None => Path::new(ROOT).join(".ci/agents/node_modules/.bin"),
-    }
-}
-
-fn runs(cmd: &[&str]) -> bool {
-    Command::new("timeout")
-        .arg("10")
-        .args(cmd)
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
-fn can_run(agent: &str) -> bool {
-    let bin = agents_bin().join(agent);
-    let why = if !bin.is_file() {
-        format!(
-            "{} not installed (.ci/run installs it; set PARALLAX_AGENTS_BIN)",
-            bin.display()
-        )
-    } else if !runs(&["python3", "-c", "pass"]) {
-        "python3 not found".into()
-    } else if !runs(&["unshare", "--net", "--", "ip", "link", "set", "lo", "up"]) {
-        "`unshare --net` then `ip link set lo up` failed (needs root and iproute2)".into()
-    } else {
-        return true;
-    };
-    let msg = format!("agent hooks e2e ({agent}) — {why}");
-    if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("{msg}; with CI=true this fails instead of being skipped");
-    }
-    let _ = writeln!(std::io::stderr(), "skipped: {msg}");
-    false
-}
+use std::ffi::OsStr;
+use support::agents::{agents_bin, can_run};
 
 /// One driver run; its summary (the last line of its stdout).
 fn drive(agent: &str, mode: &str, start: &str) -> Value {
-    let out = Command::new("timeout")
-        .args(["-k", "5", "300", "python3"])
-        .arg(Path::new(ROOT).join("tests/agents/hooks_e2e.py"))
-        .args(["--agent", agent, "--mode", mode, "--start", start])
-        .arg("--parallax")
-        .arg(env!("CARGO_BIN_EXE_parallax"))
-        .arg("--agents-bin")
-        .arg(agents_bin())
-        .output()
-        .expect("run tests/agents/hooks_e2e.py");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let summary: Value = stdout
-        .lines()
-        .last()
-        .and_then(|l| serde_json::from_str(l).ok())
-        .unwrap_or(Value::Null);
-    assert!(
-        out.status.success() && summary["failures"] == Value::Array(vec![]),
-        "{agent} {mode} {start} failed ({}):\n{stdout}\n{stderr}",
-        out.status
-    );
-    let _ = writeln!(
-        std::io::stderr(),
-        "{agent} hooks {mode} ({start}): agent run {} s",
-        summary["seconds"]
-    );
-    summary
+    let bin = agents_bin();
+    let args: [&OsStr; 10] = [
+        "--agent".as_ref(),
+        agent.as_ref(),
+        "--mode".as_ref(),
+        mode.as_ref(),
+        "--start".as_ref(),
+        start.as_ref(),
+        "--parallax".as_ref(),
+        env!("CARGO_BIN_EXE_parallax").as_ref(),
+        "--agents-bin".as_ref(),
+        bin.as_os_str(),
+    ];
+    support::agents::drive(
+        "hooks_e2e.py",
+        &args,
+        &format!("{agent} hooks {mode} ({start})"),
+    )
 }
 
 fn blocked_through_hooks(agent: &str) {
-    if !can_run(agent) {
+    if !can_run("agent hooks e2e", agent) {
         return;
     }
     for (mode, start) in [

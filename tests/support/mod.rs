@@ -2,6 +2,8 @@
 //! ephemeral 127.0.0.1 port, a hand-written HTTP/1.1 client, temp dirs.
 #![allow(dead_code)]
 
+pub mod agents;
+
 use parallax::decision::DecisionService;
 use parallax::metrics::Metrics;
 use serde_json::Value;
