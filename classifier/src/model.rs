@@ -1,0 +1,132 @@
+//! The weights file and the scorer.
+//!
+//! Layout (little-endian), written by `training/parallax_train/train.py`:
+//! `PXIC`, format version `u32`, `dim_bits` `u32`, chunk size `u32`, the
+//! int8 scale `f64`, the bias `f64`, then `1 << dim_bits` int8 weights. The
+//! baked model is parsed at compile time (`const`), so a malformed or
+//! mismatched file fails the build instead of a request.
+
+use crate::features::{self, CHUNK, DIM_BITS};
+
+const HEADER: usize = 4 + 4 + 4 + 4 + 8 + 8;
+
+/// Why a weights file cannot be used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum FormatError {
+    #[error("weights file too short for its header")]
+    Short,
+    #[error("weights file does not start with PXIC")]
+    Magic,
+    #[error("weights file format version is not 1")]
+    Version,
+    #[error("weights file's feature size or chunk does not match this scorer's")]
+    Shape,
+    #[error("weights file has the wrong number of weights for its feature size")]
+    Length,
+}
+
+/// A quantised logistic-regression model over the hashed features.
+#[derive(Debug, Clone, Copy)]
+pub struct Model {
+    scale: f64,
+    bias: f64,
+    weights: &'static [u8],
+}
+
+const fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+const fn f64_at(b: &[u8], at: usize) -> f64 {
+    f64::from_le_bytes([
+        b[at],
+        b[at + 1],
+        b[at + 2],
+        b[at + 3],
+        b[at + 4],
+        b[at + 5],
+        b[at + 6],
+        b[at + 7],
+    ])
+}
+
+impl Model {
+    /// Reads a weights file (usable in `const`).
+    pub const fn parse(bytes: &'static [u8]) -> Result<Model, FormatError> {
+        if bytes.len() < HEADER {
+            return Err(FormatError::Short);
+        }
+        if !(bytes[0] == b'P' && bytes[1] == b'X' && bytes[2] == b'I' && bytes[3] == b'C') {
+            return Err(FormatError::Magic);
+        }
+        if u32_at(bytes, 4) != 1 {
+            return Err(FormatError::Version);
+        }
+        if u32_at(bytes, 8) != DIM_BITS || u32_at(bytes, 12) as usize != CHUNK {
+            return Err(FormatError::Shape);
+        }
+        let (_, weights) = bytes.split_at(HEADER);
+        if weights.len() != 1 << DIM_BITS {
+            return Err(FormatError::Length);
+        }
+        Ok(Model {
+            scale: f64_at(bytes, 16),
+            bias: f64_at(bytes, 24),
+            weights,
+        })
+    }
+
+    fn logit_of(&self, sum: i64, n: u64) -> f64 {
+        if n == 0 {
+            return self.bias;
+        }
+        self.bias + self.scale * (sum as f64) / (n as f64).sqrt()
+    }
+
+    /// The model's log-odds for `text`: the highest over windows of two
+    /// consecutive chunks of `CHUNK` normalised characters (the whole text
+    /// when it is shorter), so the cost is linear in the text and an
+    /// injection inside a long benign result keeps its weight.
+    pub fn logit(&self, text: &str) -> f64 {
+        let mut chunk = 0usize;
+        let mut cur: (i64, u64) = (0, 0);
+        let mut prev: Option<(i64, u64)> = None;
+        let mut best = f64::NEG_INFINITY;
+        let mut any = false;
+        features::for_each_feature(text, |pos, b| {
+            any = true;
+            let k = pos / CHUNK;
+            while k > chunk {
+                if let Some(p) = prev {
+                    best = best.max(self.logit_of(p.0 + cur.0, p.1 + cur.1));
+                }
+                prev = Some(cur);
+                cur = (0, 0);
+                chunk += 1;
+            }
+            let w = self.weights.get(b as usize).copied().unwrap_or(0) as i8;
+            cur.0 += i64::from(w);
+            cur.1 += 1;
+        });
+        if !any {
+            return self.bias;
+        }
+        match prev {
+            None => self.logit_of(cur.0, cur.1),
+            Some(p) => best.max(self.logit_of(p.0 + cur.0, p.1 + cur.1)),
+        }
+    }
+
+    /// The probability (0–1) the model gives `text`.
+    pub fn score(&self, text: &str) -> f64 {
+        1.0 / (1.0 + (-self.logit(text)).exp())
+    }
+}
+
+/// The baked injection model (`classifier/weights/injection.bin`).
+pub const INJECTION: Model = match Model::parse(include_bytes!("../weights/injection.bin")) {
+    Ok(m) => m,
+    Err(_) => {
+        panic!("classifier/weights/injection.bin is not a valid weights file for this scorer")
+    }
+};
