@@ -179,6 +179,10 @@ pub enum SetupAgent {
         /// POST to the server itself (fails open when it is down).
         #[arg(long, value_enum, default_value = "command")]
         transport: crate::setup::claudecode::Transport,
+        /// Instead of the hooks: start the scope's stdio MCP servers
+        /// (`.mcp.json`, `~/.claude.json`) through `parallax mcp wrap`.
+        #[arg(long)]
+        mcp: bool,
     },
     /// Codex: hooks in $CODEX_HOME/hooks.json (~/.codex by default), or
     /// (`--mode proxy`) a model provider in $CODEX_HOME/config.toml that
@@ -190,6 +194,10 @@ pub enum SetupAgent {
         fail_closed: bool,
         #[arg(long, value_enum, default_value = "hooks")]
         mode: crate::setup::Mode,
+        /// Instead of hooks or provider: start the stdio servers under
+        /// `[mcp_servers]` in config.toml through `parallax mcp wrap`.
+        #[arg(long, conflicts_with = "mode")]
+        mcp: bool,
     },
     /// OpenClaw: the Parallax plugin in <state>/extensions/parallax,
     /// registered in $OPENCLAW_CONFIG_PATH (~/.openclaw/openclaw.json).
@@ -281,16 +289,18 @@ pub fn run(cli: Cli) -> ExitCode {
                     url,
                     fail_closed,
                     transport,
+                    mcp,
                 },
-        } => setup::claudecode(scope, url, fail_closed, transport),
+        } => setup::claudecode(scope, url, fail_closed, transport, mcp),
         Command::Setup {
             agent:
                 SetupAgent::Codex {
                     url,
                     fail_closed,
                     mode,
+                    mcp,
                 },
-        } => setup::codex(url, fail_closed, mode),
+        } => setup::codex(url, fail_closed, mode, mcp),
         Command::Setup {
             agent: SetupAgent::Openclaw { url, fail_closed },
         } => setup::openclaw(url, fail_closed),

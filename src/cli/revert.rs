@@ -3,31 +3,39 @@
 
 use super::fail;
 use super::setup::{places, report};
-use crate::setup::{claudecode, codex, codex_proxy, openclaw};
+use crate::setup::{claudecode, codex, codex_mcp, codex_proxy, mcp_servers, openclaw, Outcome};
 use std::process::ExitCode;
 
+/// The hooks of the scope's settings file and the scope's wrapped MCP
+/// servers.
 pub fn claudecode(scope: claudecode::Scope) -> ExitCode {
     match places() {
-        Ok(p) => report(claudecode::revert(scope, &p.home, &p.project)),
+        Ok(p) => report(
+            claudecode::revert(scope, &p.home, &p.project)
+                .and_then(|out| join(out, mcp_servers::revert_claude(scope, &p.home, &p.project)?)),
+        ),
         Err(e) => fail(e),
     }
 }
 
-/// Both of what `setup codex` can add: the hooks (hooks.json) and the
-/// proxy provider (config.toml).
+fn join(mut out: Outcome, more: Outcome) -> Result<Outcome, String> {
+    out.done.extend(more.done);
+    out.todo.extend(more.todo);
+    Ok(out)
+}
+
+/// All that `setup codex` can add: the hooks (hooks.json), the proxy
+/// provider and the wrapped MCP servers (config.toml).
 pub fn codex() -> ExitCode {
     let p = match places() {
         Ok(p) => p,
         Err(e) => return fail(e),
     };
     let home = codex::codex_home(std::env::var_os("CODEX_HOME").as_deref(), &p.home);
-    let both = codex::revert(&home).and_then(|mut out| {
-        let proxy = codex_proxy::revert(&home)?;
-        out.done.extend(proxy.done);
-        out.todo.extend(proxy.todo);
-        Ok(out)
-    });
-    report(both)
+    let all = codex::revert(&home)
+        .and_then(|out| join(out, codex_proxy::revert(&home)?))
+        .and_then(|out| join(out, codex_mcp::revert(&home)?));
+    report(all)
 }
 
 pub fn openclaw() -> ExitCode {

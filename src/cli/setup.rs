@@ -2,7 +2,9 @@
 //! settings (src/setup/), then what changed and what is left to do.
 
 use super::fail;
-use crate::setup::{claudecode, codex, codex_proxy, openclaw, Mode, Outcome};
+use crate::setup::{
+    claudecode, codex, codex_mcp, codex_proxy, mcp_servers, openclaw, Mode, Outcome,
+};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -31,11 +33,17 @@ pub fn claudecode(
     url: String,
     fail_closed: bool,
     transport: claudecode::Transport,
+    mcp: bool,
 ) -> ExitCode {
     let p = match places() {
         Ok(p) => p,
         Err(e) => return fail(e),
     };
+    if mcp {
+        return report(mcp_servers::setup_claude(
+            scope, &p.home, &p.project, &p.exe,
+        ));
+    }
     report(claudecode::setup(&claudecode::Options {
         scope,
         url,
@@ -47,12 +55,15 @@ pub fn claudecode(
     }))
 }
 
-pub fn codex(url: String, fail_closed: bool, mode: Mode) -> ExitCode {
+pub fn codex(url: String, fail_closed: bool, mode: Mode, mcp: bool) -> ExitCode {
     let p = match places() {
         Ok(p) => p,
         Err(e) => return fail(e),
     };
     let codex_home = codex::codex_home(std::env::var_os("CODEX_HOME").as_deref(), &p.home);
+    if mcp {
+        return report(codex_mcp::setup(&codex_home, &p.exe));
+    }
     match mode {
         Mode::Hooks => report(codex::setup(&codex::Options {
             url,

@@ -17,9 +17,11 @@
 
 pub mod claudecode;
 pub mod codex;
+pub mod codex_mcp;
 pub mod codex_proxy;
 pub mod hooks_file;
 pub mod json;
+pub mod mcp_servers;
 pub mod openclaw;
 
 use std::path::{Path, PathBuf};
@@ -177,3 +179,6 @@ mod tests {
 
 #[cfg(test)]
 mod golden;
+
+#[cfg(test)]
+mod golden_mcp;
