@@ -71,8 +71,15 @@ pub fn run(how: McpCommand) -> ExitCode {
 
 fn service(config: Option<PathBuf>) -> Result<Arc<DecisionService>, String> {
     let loaded = backend::load(config.as_deref(), false).map_err(|e| e.to_string())?;
-    let service =
-        DecisionService::new(loaded.engine, loaded.settings).map_err(|e| e.to_string())?;
+    let mut settings = loaded.settings;
+    // As for `serve`: the environment overrides server.auth_token (the
+    // HTTP proxy requires it; `wrap` has no listener to guard).
+    if let Ok(token) = std::env::var(crate::http::auth::TOKEN_ENV) {
+        if !token.is_empty() {
+            settings.server.auth_token = Some(token);
+        }
+    }
+    let service = DecisionService::new(loaded.engine, settings).map_err(|e| e.to_string())?;
     Ok(Arc::new(service))
 }
 
@@ -166,7 +173,14 @@ fn proxy(
             .map_err(|e| format!("cannot listen on 127.0.0.1:{port}: {e}"))?;
         let addr = listener.local_addr().map_err(|e| e.to_string())?;
         tracing::info!(%addr, upstream = %upstream, "MCP proxy listening");
-        eprintln!("parallax mcp proxy: listening on http://{addr}, upstream {upstream}");
+        eprintln!(
+            "parallax mcp proxy: listening on http://{addr}, upstream {upstream}{}",
+            if proxy.requires_token() {
+                " (X-Parallax-Token required)"
+            } else {
+                ""
+            }
+        );
         tokio::select! {
             _ = crate::mcp::http::serve(listener, Arc::new(proxy)) => {}
             _ = tokio::signal::ctrl_c() => {}

@@ -13,6 +13,17 @@
 //! A session is the `Mcp-Session-Id` the server handed out (2025-11-25);
 //! requests without one (the stateless 2026-07-28 form) share one gate,
 //! while each exchange matches responses to its own requests.
+//!
+//! With `server.auth_token` (or `PARALLAX_AUTH_TOKEN`) set, every request
+//! must carry `X-Parallax-Token: <token>` — as on the model proxy's paths,
+//! `Authorization` belongs to the MCP server and passes through, while the
+//! token header is never forwarded. A wrong or missing token is a 401.
+//!
+//! An event in the server's SSE stream that is not JSON-RPC is logged and
+//! never forwarded; the client gets a JSON-RPC error in its place for the
+//! request it answered (the `id` in it, when it has one the exchange is
+//! waiting for; else, once the stream ends, every request of the exchange
+//! left unanswered), so the client is not left waiting for a timeout.
 
 use super::gate::{Gate, Inflight};
 use super::relay::{relay, Forward, Side};
@@ -47,6 +58,8 @@ pub struct McpProxy {
     upstream: Upstream,
     endpoint: Uri,
     name: Option<String>,
+    /// `server.auth_token`: required as `X-Parallax-Token` when set.
+    token: Option<String>,
     gates: Mutex<Sessions>,
 }
 
@@ -57,13 +70,25 @@ impl McpProxy {
         name: Option<String>,
     ) -> Result<McpProxy, String> {
         let upstream = Upstream::new(&service.settings.proxy).map_err(|e| e.to_string())?;
+        let token = service
+            .settings
+            .server
+            .auth_token
+            .clone()
+            .filter(|t| !t.is_empty());
         Ok(McpProxy {
             service,
             upstream,
             endpoint,
             name,
+            token,
             gates: Mutex::new((HashMap::new(), VecDeque::new())),
         })
+    }
+
+    /// Whether requests must carry `X-Parallax-Token`.
+    pub fn requires_token(&self) -> bool {
+        self.token.is_some()
     }
 
     fn gate(&self, session: Option<&str>) -> Arc<Gate> {
@@ -142,7 +167,71 @@ fn bad_gateway(message: &str) -> Response<Body> {
     json_rpc_reply(StatusCode::BAD_GATEWAY, body.to_string().into_bytes())
 }
 
+fn unauthorized() -> Response<Body> {
+    let body = super::jsonrpc::error(
+        Value::Null,
+        -32001,
+        "unauthorized: this MCP proxy requires `X-Parallax-Token: <token>` (server.auth_token)",
+    );
+    let mut r = json_rpc_reply(StatusCode::UNAUTHORIZED, body.to_string().into_bytes());
+    r.headers_mut().insert(
+        hyper::header::WWW_AUTHENTICATE,
+        HeaderValue::from_static("Bearer"),
+    );
+    r
+}
+
+/// The ids of the requests (not notifications) in a client's message.
+fn request_ids(bytes: &[u8]) -> Vec<Value> {
+    let one = |v: &Value| {
+        v.get("method")?;
+        v.get("id").filter(|id| !id.is_null()).cloned()
+    };
+    match serde_json::from_slice::<Value>(bytes) {
+        Ok(Value::Array(items)) => items.iter().filter_map(one).collect(),
+        Ok(v) => one(&v).into_iter().collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// The ids of the responses in a message (one or a batch): what it
+/// answers. Requests from the server carry ids of their own and are not
+/// counted.
+fn answered_ids(answer: Option<&[u8]>) -> Vec<Value> {
+    let Some(bytes) = answer else {
+        return Vec::new();
+    };
+    let one = |v: &Value| {
+        if v.get("method").is_some() {
+            return None;
+        }
+        v.get("id").filter(|id| !id.is_null()).cloned()
+    };
+    match serde_json::from_slice::<Value>(bytes) {
+        Ok(Value::Array(items)) => items.iter().filter_map(one).collect(),
+        Ok(v) => one(&v).into_iter().collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// The error the client gets for a request whose answer from the server
+/// was not JSON-RPC.
+fn malformed_answer(id: Value) -> Value {
+    super::jsonrpc::error(
+        id,
+        -32603,
+        "Internal error: the MCP server's answer to this request was not valid JSON-RPC \
+         (Parallax did not forward it)",
+    )
+}
+
 async fn handle(proxy: Arc<McpProxy>, req: Request<Incoming>) -> Response<Body> {
+    if let Some(token) = &proxy.token {
+        if !crate::http::auth::proxy_authorized(req.headers(), token) {
+            tracing::warn!("MCP proxy request without a valid X-Parallax-Token, refused");
+            return unauthorized();
+        }
+    }
     let limit = proxy.service.settings.mcp.max_message_bytes;
     let session = req
         .headers()
@@ -163,6 +252,8 @@ async fn handle(proxy: Arc<McpProxy>, req: Request<Incoming>) -> Response<Body> 
     let gate = proxy.gate(session.as_deref());
     let inflight = Arc::new(Inflight::default());
     let mut local_answer = None;
+    // The requests of this exchange the server still owes an answer to.
+    let mut waiting = Vec::new();
     let out_body: UpstreamBody = if parts.method == Method::POST {
         let bytes = match Limited::new(body, limit).collect().await {
             Ok(b) => b.to_bytes(),
@@ -198,6 +289,9 @@ async fn handle(proxy: Arc<McpProxy>, req: Request<Incoming>) -> Response<Body> 
             }
             (None, None) => return json_rpc_reply(StatusCode::ACCEPTED, Vec::new()),
             (Some(b), answer) => {
+                let done = answered_ids(answer.as_deref());
+                waiting = request_ids(&b);
+                waiting.retain(|id| !done.contains(id));
                 local_answer = answer;
                 Full::new(b).map_err(|never| match never {}).boxed()
             }
@@ -222,7 +316,14 @@ async fn handle(proxy: Arc<McpProxy>, req: Request<Incoming>) -> Response<Body> 
         .to_ascii_lowercase();
     let inspect = parts.method == Method::POST || parts.method == Method::GET;
     if inspect && rparts.status.is_success() && content_type.starts_with("text/event-stream") {
-        let mut out = Response::new(sse_body(rbody, gate, inflight, limit, local_answer));
+        let exchange = Exchange {
+            gate,
+            inflight,
+            limit,
+            local: local_answer,
+            waiting,
+        };
+        let mut out = Response::new(sse_body(rbody, exchange));
         *out.status_mut() = rparts.status;
         *out.headers_mut() = client_response(&rparts.headers, true);
         return out;
@@ -234,8 +335,18 @@ async fn handle(proxy: Arc<McpProxy>, req: Request<Incoming>) -> Response<Body> 
         };
         let relayed = relay(&gate, Side::Server, &bytes, &inflight).await;
         if relayed.answer.is_some() && relayed.forward == Forward::Nothing {
-            tracing::warn!("the MCP server answered with malformed JSON-RPC");
-            return bad_gateway("the MCP server answered with malformed JSON-RPC");
+            tracing::warn!("the MCP server answered with malformed JSON-RPC, not forwarded");
+            if waiting.is_empty() {
+                return bad_gateway("the MCP server answered with malformed JSON-RPC");
+            }
+            // Each request of the exchange gets its error, by id.
+            let errors: Vec<Value> = waiting.into_iter().map(malformed_answer).collect();
+            let body = match errors.len() {
+                1 => errors.into_iter().next().unwrap_or_default(),
+                _ => Value::Array(errors),
+            };
+            let body = merge(local_answer, serde_json::to_vec(&body).unwrap_or_default());
+            return json_rpc_reply(StatusCode::BAD_GATEWAY, body);
         }
         let body = match relayed.forward {
             Forward::Verbatim => bytes.to_vec(),
@@ -279,17 +390,50 @@ fn merge(local: Option<Vec<u8>>, upstream: Vec<u8>) -> Vec<u8> {
     serde_json::to_vec(&Value::Array(all)).unwrap_or_default()
 }
 
-/// The server's event stream, each event's message through the gate.
-fn sse_body(
-    upstream: Incoming,
+/// One POST's (or GET's) stream and what it is owed.
+struct Exchange {
     gate: Arc<Gate>,
     inflight: Arc<Inflight>,
     limit: usize,
+    /// The gate's own answers (refused calls), sent first.
     local: Option<Vec<u8>>,
-) -> Body {
+    /// Requests of the exchange not answered yet.
+    waiting: Vec<Value>,
+}
+
+impl Exchange {
+    /// An event's message passed on: the requests it answers are answered.
+    fn answered(&mut self, data: &[u8]) {
+        let done = answered_ids(Some(data));
+        self.waiting.retain(|id| !done.contains(id));
+    }
+
+    /// A malformed event: the error for the request it names (when it
+    /// names one this exchange waits for), encoded as an event.
+    fn malformed(&mut self, data: &str, out: &mut Vec<u8>) -> bool {
+        let id = serde_json::from_str::<Value>(data)
+            .ok()
+            .and_then(|v| v.get("id").cloned())
+            .filter(|id| self.waiting.contains(id));
+        let Some(id) = id else { return false };
+        self.waiting.retain(|w| *w != id);
+        push_error(id, out);
+        true
+    }
+}
+
+fn push_error(id: Value, out: &mut Vec<u8>) {
+    let text = malformed_answer(id).to_string();
+    encode_event(&crate::proxy::sse::SseEvent::message(text), out);
+}
+
+/// The server's event stream, each event's message through the gate.
+fn sse_body(upstream: Incoming, mut ex: Exchange) -> Body {
     let (tx, rx) = mpsc::channel::<Bytes>(64);
     tokio::spawn(async move {
-        if let Some(local) = local {
+        let (gate, inflight, limit) = (ex.gate.clone(), ex.inflight.clone(), ex.limit);
+        let mut malformed_seen = false;
+        if let Some(local) = ex.local.take() {
             let mut out = Vec::new();
             let text = String::from_utf8_lossy(&local).into_owned();
             encode_event(&crate::proxy::sse::SseEvent::message(text), &mut out);
@@ -321,14 +465,22 @@ fn sse_body(
                         let relayed =
                             relay(&gate, Side::Server, event.data.as_bytes(), &inflight).await;
                         match relayed.forward {
-                            Forward::Verbatim => encode_event(&event, &mut out),
+                            Forward::Verbatim => {
+                                ex.answered(event.data.as_bytes());
+                                encode_event(&event, &mut out);
+                            }
                             Forward::Bytes(b) => {
+                                ex.answered(&b);
                                 event.data = String::from_utf8_lossy(&b).into_owned();
                                 encode_event(&event, &mut out);
                             }
                             Forward::Nothing => {
+                                let named = ex.malformed(&event.data, &mut out);
+                                malformed_seen |= !named;
                                 tracing::warn!(
-                                    "malformed JSON-RPC in the MCP server's stream, dropped"
+                                    answered_by_id = named,
+                                    "malformed JSON-RPC in the MCP server's stream, not \
+                                     forwarded; the client gets an error for its request"
                                 );
                             }
                         }
@@ -340,8 +492,18 @@ fn sse_body(
             }
             if let Err(e) = fed {
                 tracing::warn!(error = %e, "the MCP server's stream is unreadable; ended");
-                return;
+                malformed_seen = true;
+                break;
             }
+        }
+        // The stream is over: a request whose answer was a malformed event
+        // (one that named no id) gets its error now.
+        if malformed_seen && !ex.waiting.is_empty() {
+            let mut out = Vec::new();
+            for id in std::mem::take(&mut ex.waiting) {
+                push_error(id, &mut out);
+            }
+            let _ = tx.send(Bytes::from(out)).await;
         }
     });
     ChannelBody::new(rx).boxed()
