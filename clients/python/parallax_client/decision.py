@@ -148,13 +148,16 @@ class Decision:
 
     @property
     def reason(self) -> str:
-        """The reason to show: for a block, the blocking rule's; else the first."""
+        """The reason to show: the first rule whose action is the verdict's
+        (``"<rule_id>: <reason>"``). A block no rule gave (a denied or
+        expired approval) shows the last reason, which names the approval,
+        who decided and their comment."""
         for r in self.results:
             if r.action == self.action and r.reason:
                 return f"{r.rule_id}: {r.reason}"
-        return self.reasons[-1] if self.action == "block" and self.reasons else (
-            self.reasons[0] if self.reasons else ""
-        )
+        if not self.reasons:
+            return ""
+        return self.reasons[-1] if self.action == "block" else self.reasons[0]
 
     @classmethod
     def from_json(cls, v: Any) -> Decision:

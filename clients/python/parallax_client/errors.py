@@ -64,9 +64,9 @@ class Denied(ParallaxError):
         self.decision = decision
         self.call = call
         self.tool_name = tool_name or (call.tool_name if call is not None else None)
-        what = f"`{self.tool_name}` " if self.tool_name else ""
+        what = f" `{self.tool_name}`" if self.tool_name else ""
         rules = f" (rules: {', '.join(self.rule_ids)})" if self.rule_ids else ""
-        super().__init__(f"Parallax denied {what}: {reason}{rules}".replace("  ", " "))
+        super().__init__(f"Parallax denied{what}: {reason}{rules}")
 
     @classmethod
     def from_decision(

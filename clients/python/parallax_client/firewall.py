@@ -32,7 +32,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def _as_sent(args: Mapping[str, Any]) -> dict[str, Any]:
     """``args`` as the server sees them (JSON; other values as ``repr``)."""
-    return json.loads(json.dumps(dict(args), default=repr))
+    sent: dict[str, Any] = json.loads(json.dumps(dict(args), default=repr))
+    return sent
 
 
 def _rewritten_args(args: dict[str, Any], decision: Decision) -> dict[str, Any]:
@@ -103,10 +104,11 @@ class Firewall:
             raise Denied.from_decision(decision, call=call, tool_name=tool_name)
         return decision
 
-    def _pending(self, decision: Decision, waited: float, tool_name: str, call: ToolCall | None) -> ApprovalPending:
-        assert decision.approval is not None
+    def _pending(
+        self, decision: Decision, approval: Approval, waited: float, tool_name: str, call: ToolCall | None
+    ) -> ApprovalPending:
         return ApprovalPending(
-            decision.approval,
+            approval,
             waited,
             rule_ids=decision.rule_ids,
             decision=decision,
@@ -135,7 +137,7 @@ class Firewall:
                 raise self._no_ticket(decision, tool_name, call)
             left = self.approval_timeout - (time.monotonic() - started)
             if left <= 0:
-                raise self._pending(decision, time.monotonic() - started, tool_name, call)
+                raise self._pending(decision, decision.approval, time.monotonic() - started, tool_name, call)
             approval = self.sync.approval(decision.approval.id, wait=left)
             if not approval.pending:
                 decision = _approved(decision, approval)
@@ -151,7 +153,7 @@ class Firewall:
                 raise self._no_ticket(decision, tool_name, call)
             left = self.approval_timeout - (time.monotonic() - started)
             if left <= 0:
-                raise self._pending(decision, time.monotonic() - started, tool_name, call)
+                raise self._pending(decision, decision.approval, time.monotonic() - started, tool_name, call)
             approval = await self.aio.approval(decision.approval.id, wait=left)
             if not approval.pending:
                 decision = _approved(decision, approval)

@@ -25,15 +25,15 @@ def _as_message(msg: Any) -> EmailMessage:
     if isinstance(msg, EmailMessage):
         return msg
     if isinstance(msg, Message):
-        return email.message_from_bytes(msg.as_bytes(), policy=email.policy.default)  # type: ignore[return-value]
+        return email.message_from_bytes(msg.as_bytes(), policy=email.policy.default)
     raw = msg.encode("utf-8") if isinstance(msg, str) else bytes(msg)
-    return email.message_from_bytes(raw, policy=email.policy.default)  # type: ignore[return-value]
+    return email.message_from_bytes(raw, policy=email.policy.default)
 
 
 def _text_part(msg: EmailMessage) -> EmailMessage | None:
     for part in msg.walk():
         if part.get_content_type() == "text/plain" and not part.is_multipart():
-            return part  # type: ignore[return-value]
+            return part
     return None
 
 
@@ -80,7 +80,7 @@ class EmailAdapter(Adapter[Any]):
             if call.subject is not None:
                 msg["Subject"] = call.subject
         if call.body != original.body:
-            part = _text_part(msg)  # type: ignore[arg-type]
+            part = _text_part(msg)
             if part is not None:
                 part.set_content(call.body or "")
         if call.sdk_method == "sendmail":

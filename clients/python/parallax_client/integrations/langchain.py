@@ -49,7 +49,7 @@ def guard_tool(tool: BaseTool, firewall: Firewall, *, on_deny: OnDeny = "raise")
         coroutine=arun,
         name=tool.name,
         description=tool.description,
-        args_schema=tool.args_schema,  # type: ignore[arg-type]
+        args_schema=tool.args_schema,
         infer_schema=False,
         return_direct=tool.return_direct,
     )
