@@ -10,7 +10,7 @@
 
 use crate::event::Event;
 use crate::field::{Canonical, FieldRef};
-use crate::normalize::normalized;
+use crate::normalize::view_texts;
 use serde_json::Value;
 use std::collections::HashMap;
 
@@ -81,10 +81,10 @@ pub struct PreparedEvent {
     url: Vec<String>,
     content: Vec<String>,
     query: Vec<String>,
-    /// Normalised variants of the strings that have one, keyed by the
-    /// address and length of the original (owned by this struct, so stable),
-    /// so scanning can look a variant up without allocating.
-    variants: HashMap<(usize, usize), String>,
+    /// Normalised and decoded views of the strings that have any, keyed by
+    /// the address and length of the original (owned by this struct, so
+    /// stable), so scanning can look them up without allocating.
+    variants: HashMap<(usize, usize), Vec<String>>,
     executable: Vec<String>,
 }
 
@@ -112,8 +112,9 @@ impl PreparedEvent {
     fn add_variants(&mut self) {
         let mut variants = HashMap::new();
         let mut add = |s: &str| {
-            if let Some(n) = normalized(s) {
-                variants.insert((s.as_ptr() as usize, s.len()), n);
+            let views = view_texts(s);
+            if !views.is_empty() {
+                variants.insert((s.as_ptr() as usize, s.len()), views);
             }
         };
         let e = &self.event;
@@ -140,15 +141,16 @@ impl PreparedEvent {
         self.variants = variants;
     }
 
-    /// The normalised variant of a string of this event, if it has one.
+    /// The normalised and decoded views of a string of this event (most
+    /// strings have none).
     #[inline]
-    fn variant(&self, s: &str) -> Option<&str> {
+    fn variants_of(&self, s: &str) -> &[String] {
         if self.variants.is_empty() {
-            return None;
+            return &[];
         }
         self.variants
             .get(&(s.as_ptr() as usize, s.len()))
-            .map(String::as_str)
+            .map_or(&[], Vec::as_slice)
     }
 
     fn derive(&mut self) {
@@ -233,12 +235,12 @@ impl PreparedEvent {
     }
 
     /// Calls `f` with each string value of `field` (an array of strings gives
-    /// one call per element), then with its normalised variant when it has
-    /// one (see [`crate::normalize`]). Never allocates.
+    /// one call per element), then with each of its normalised and decoded
+    /// views (see [`crate::normalize::views`]). Never allocates.
     pub fn for_each_value(&self, field: &FieldRef, f: &mut dyn FnMut(&str)) {
         let mut with_variants = |s: &str| {
             f(s);
-            if let Some(n) = self.variant(s) {
+            for n in self.variants_of(s) {
                 f(n);
             }
         };

@@ -8,7 +8,7 @@
 
 use crate::event::Event;
 use crate::field::{Canonical, FieldRef, JsonRoot, TopField};
-use crate::normalize::normalize_with_map;
+use crate::normalize::views;
 use crate::validator::Validator;
 use regex_automata::meta;
 use serde_json::Value;
@@ -23,34 +23,34 @@ pub fn redact_text(regex: &meta::Regex, validator: Option<Validator>, text: &mut
     redact_normalised(regex, validator, text) || raw
 }
 
-/// Redacts matches only the normalised view shows (a secret spelt with
-/// fullwidth digits or split by zero-width spaces).
+/// Redacts matches only a normalised or decoded view shows (a secret spelt
+/// with fullwidth digits or split by zero-width spaces, a key inside a
+/// base64 blob: the whole blob goes).
 fn redact_normalised(regex: &meta::Regex, validator: Option<Validator>, text: &mut String) -> bool {
-    if text.is_ascii() {
-        return false;
-    }
-    let (norm, map) = normalize_with_map(text);
-    if norm == *text {
-        return false;
-    }
     let mut ranges: Vec<(usize, usize)> = Vec::new();
-    for m in regex.find_iter(norm.as_str()) {
-        if m.is_empty() || validator.is_some_and(|v| !v.check(&norm[m.range()])) {
-            continue;
-        }
-        let start = map[m.start()];
-        let end = map.get(m.end()).copied().unwrap_or(text.len());
-        match ranges.last_mut() {
-            Some(last) if start <= last.1 => last.1 = last.1.max(end),
-            _ => ranges.push((start, end)),
+    for view in views(text) {
+        let (norm, map) = (view.text.as_str(), view.map.as_slice());
+        for m in regex.find_iter(norm) {
+            if m.is_empty() || validator.is_some_and(|v| !v.check(&norm[m.range()])) {
+                continue;
+            }
+            ranges.push(source_range(map, m.start(), m.end(), text.len()));
         }
     }
     if ranges.is_empty() {
         return false;
     }
+    ranges.sort_unstable();
+    let mut merged: Vec<(usize, usize)> = Vec::with_capacity(ranges.len());
+    for (start, end) in ranges {
+        match merged.last_mut() {
+            Some(last) if start <= last.1 => last.1 = last.1.max(end),
+            _ => merged.push((start, end)),
+        }
+    }
     let mut out = String::with_capacity(text.len());
     let mut last = 0;
-    for (start, end) in ranges {
+    for (start, end) in merged {
         out.push_str(&text[last..start]);
         out.push_str(REDACTED);
         last = end;
@@ -58,6 +58,21 @@ fn redact_normalised(regex: &meta::Regex, validator: Option<Validator>, text: &m
     out.push_str(&text[last..]);
     *text = out;
     true
+}
+
+/// The input range a view's match `start..end` came from. The end is the
+/// first input offset past the one the match's last byte came from, so a
+/// match ending inside an expansion (a ligature, a decoded base64 blob)
+/// takes the whole of what was expanded.
+fn source_range(map: &[usize], start: usize, end: usize, len: usize) -> (usize, usize) {
+    let from = map.get(start).copied().unwrap_or(len);
+    let last = map.get(end.saturating_sub(1)).copied().unwrap_or(from);
+    let to = map[end.min(map.len())..]
+        .iter()
+        .copied()
+        .find(|&o| o > last)
+        .unwrap_or(len);
+    (from.min(to), to)
 }
 
 fn redact_raw(regex: &meta::Regex, validator: Option<Validator>, text: &mut String) -> bool {
@@ -169,5 +184,9 @@ mod tests {
         let mut hidden = "key AKIA\u{200B}ABCDEFGHIJKLMNOP end".to_string();
         assert!(redact_text(&re, None, &mut hidden));
         assert_eq!(hidden, "key [REDACTED] end");
+        // "AKIAABCDEFGHIJKLMNOP x" in base64: the whole blob goes.
+        let mut blob = "cfg QUtJQUFCQ0RFRkdISUpLTE1OT1AgeA== end".to_string();
+        assert!(redact_text(&re, None, &mut blob));
+        assert_eq!(blob, "cfg [REDACTED] end");
     }
 }
