@@ -33,8 +33,12 @@ pub fn declarations() -> Declarations {
         "params",
         CelType::Map(Box::new(CelType::String), Box::new(CelType::Dyn)),
     );
-    // The approval triggers (`parallax_runtime::triggers`).
-    for (name, args, result) in parallax_runtime::triggers::SIGNATURES {
+    // The approval triggers (`parallax_runtime::triggers`) and the
+    // compiled classifiers (`parallax_runtime::classifier`).
+    let host = parallax_runtime::triggers::SIGNATURES
+        .iter()
+        .chain(parallax_runtime::classifier::SIGNATURES.iter());
+    for (name, args, result) in host {
         let t = |n: &str| CelType::parse(n).unwrap_or(CelType::Dyn);
         d.declare_function(name, args.iter().map(|a| t(a)).collect(), t(result));
     }

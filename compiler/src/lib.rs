@@ -13,6 +13,7 @@
 pub mod atr;
 pub mod cel;
 pub mod cel_codegen;
+pub mod classifier;
 pub mod codegen;
 pub mod config;
 pub mod dynamic;

@@ -11,7 +11,8 @@ use crate::ir::{AtomKind, AtomTable, IrEvaluator, IrRule, IrSql, RuleNote, RuleS
 use crate::regex_check::check_regex;
 use crate::sigma::{self, mapping::SigmaContext};
 use crate::source::{
-    CelRule, Common, MatchMode, PatternRule, PatternSpec, PolicyRule, RegexRule, RuleMode, SqlRule,
+    CelRule, ClassifierRule, Common, MatchMode, PatternRule, PatternSpec, PolicyRule, RegexRule,
+    RuleMode, SqlRule,
 };
 use crate::stages::default_stages;
 use crate::yaml;
@@ -248,6 +249,12 @@ fn lower_rule(
             } else {
                 Predicate::And(parts)
             };
+            (r.common(), p)
+        }
+        EngineKind::Classifier => {
+            let r: ClassifierRule = yaml::from_value(value).map_err(err)?;
+            let expr = crate::classifier::expression(&r).map_err(err)?;
+            let p = crate::cel::lower_expr(&expr, table, ctx.policy).map_err(err)?;
             (r.common(), p)
         }
         EngineKind::Cel => {

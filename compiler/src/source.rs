@@ -191,6 +191,19 @@ rule_source! {
 }
 
 rule_source! {
+    /// `rules/classifier/*.yaml`: a compiled classifier's score of a field
+    /// at or above `threshold`, and `when` (a CEL condition) if given.
+    pub struct ClassifierRule {
+        pub classifier: String,
+        pub threshold: f64,
+        /// The field scored (default `text`: the message, the tool's
+        /// arguments and result, the response).
+        pub field: Option<String>,
+        pub when: Option<String>,
+    }
+}
+
+rule_source! {
     /// `rules/sql/*.yaml`: a query over the side-store's recent events and a
     /// condition on its first row (temporal rules: rates, loops, chains).
     pub struct SqlRule {

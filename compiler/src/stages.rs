@@ -13,6 +13,9 @@ pub fn default_stages(engine: EngineKind) -> Vec<Stage> {
         EngineKind::Regex => vec![Stage::ToolBefore, Stage::ToolAfter],
         EngineKind::Pattern => vec![Stage::ToolBefore],
         EngineKind::Cel | EngineKind::Policy => vec![Stage::ToolBefore],
+        // What a user says and what a tool brings back: where injected
+        // instructions arrive.
+        EngineKind::Classifier => vec![Stage::MessageBefore, Stage::ToolAfter],
         // Like regex: a Sigma rule may be written for what a tool call is
         // about to do or for what it returned, and one for a tool result
         // must not silently never run. `logsource: {product: agent,

@@ -94,6 +94,24 @@ impl CelRuntime {
         }
     }
 
+    /// Expression `index` as checked (for the classifier evidence).
+    pub fn expr(&self, index: u32) -> Option<&parallax_cel::Expr> {
+        self.exprs.get(index as usize).map(|(p, _)| &p.expr)
+    }
+
+    /// Any sub-expression (by node id) of expression `index`, evaluated
+    /// with the interpreter: the argument a classifier call scored.
+    pub fn eval_value(
+        &self,
+        index: u32,
+        node: u32,
+        atoms: &BitSet,
+        event: &PreparedEvent,
+    ) -> Option<Result<Value, EvalError>> {
+        let (program, _) = self.exprs.get(index as usize)?;
+        program.eval_node(node, &self.activation(index, atoms, event))
+    }
+
     /// Atom `atom` of expression `index`, as the call it replaced would
     /// answer: an error (None) when its field is missing or not a string.
     pub fn atom(
@@ -191,7 +209,8 @@ impl Activation for EventActivation<'_> {
     }
 
     fn call(&self, function: &str, args: &[Value]) -> Option<Result<Value, EvalError>> {
-        crate::triggers::call(self.event, function, args)
+        crate::classifier::call(function, args)
+            .or_else(|| crate::triggers::call(self.event, function, args))
     }
 
     fn atom(&self, id: u32) -> Result<bool, EvalError> {

@@ -273,6 +273,11 @@ impl Engine {
         &self.program
     }
 
+    /// The CEL expressions (for a matched rule's classifier evidence).
+    pub(crate) fn cel(&self) -> &CelRuntime {
+        &self.cel
+    }
+
     pub fn backend(&self) -> Backend {
         self.backend
     }

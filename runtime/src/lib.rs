@@ -11,6 +11,7 @@ pub mod action;
 pub mod bitset;
 pub mod cel;
 pub mod check;
+pub mod classifier;
 pub mod deobfuscate;
 pub mod engine;
 pub mod event;

@@ -32,6 +32,10 @@ pub enum EngineKind {
     /// `policy_files`): first-match-wins policies lowered to CEL predicates,
     /// one evaluator per file.
     Policy,
+    /// A compiled classifier's score over a field above a threshold
+    /// (`<rules_dir>/classifier/*.yaml`), lowered to a CEL predicate
+    /// calling `injection_score`.
+    Classifier,
     // Other engines go above this line: `Sql` stays LAST.
     /// Temporal rules: SQL queries over the side-store of recent events
     /// (crate parallax-store). Last in the chain because they cost the most;
@@ -40,13 +44,14 @@ pub enum EngineKind {
 }
 
 impl EngineKind {
-    pub const ALL: [EngineKind; 7] = [
+    pub const ALL: [EngineKind; 8] = [
         EngineKind::Regex,
         EngineKind::Pattern,
         EngineKind::Cel,
         EngineKind::Sigma,
         EngineKind::Atr,
         EngineKind::Policy,
+        EngineKind::Classifier,
         EngineKind::Sql,
     ];
 
@@ -58,6 +63,7 @@ impl EngineKind {
             EngineKind::Sigma => "sigma",
             EngineKind::Atr => "atr",
             EngineKind::Policy => "policy",
+            EngineKind::Classifier => "classifier",
             EngineKind::Sql => "sql",
         }
     }

@@ -151,7 +151,14 @@ impl Report {
             let matched = if rule.action == Action::Redact {
                 Some(REDACTED.to_string())
             } else {
-                first_match(engine, event, verdict, r)
+                // A classifier rule shows its score, and the text its
+                // other conditions found if any.
+                let score =
+                    crate::classifier::evidence(engine.cel(), &rule.predicate, verdict, event);
+                match (score, first_match(engine, event, verdict, r)) {
+                    (Some(s), Some(m)) => Some(format!("{s}: {m}")),
+                    (s, m) => s.or(m),
+                }
             };
             results.push(rule_result(engine, r, matched, None));
         }
