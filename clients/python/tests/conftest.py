@@ -71,11 +71,15 @@ class Server:
         return list(answer["approvals"])
 
 
-@pytest.fixture(scope="session")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    tmp = tmp_path_factory.mktemp("parallax")
-    for name in ("parallax.yaml", "policy.yaml"):
-        shutil.copy(HERE / "fixtures" / name, tmp / name)
+def start_server(tmp: Path, edits: dict[str, str] | None = None) -> Server:
+    """``parallax serve`` on a free port with the suite's config (each key
+    of ``edits`` replaced by its value), once it answers ``/health``."""
+    shutil.copy(HERE / "fixtures" / "policy.yaml", tmp / "policy.yaml")
+    config = (HERE / "fixtures" / "parallax.yaml").read_text()
+    for old, new in (edits or {}).items():
+        assert old in config, f"{old!r} is not in the test config"
+        config = config.replace(old, new)
+    (tmp / "parallax.yaml").write_text(config)
     port = free_port()
     log = tmp / "serve.log"
     with log.open("wb") as out:
@@ -94,28 +98,39 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         try:
             with urllib.request.urlopen(srv.url + "/health", timeout=2) as r:
                 if r.status == 200:
-                    break
+                    return srv
         except (urllib.error.URLError, OSError):
             pass
         if time.monotonic() > deadline:
             proc.kill()
             pytest.fail(f"parallax serve did not answer /health within 60 s:\n{log.read_text()}")
         time.sleep(0.05)
-    yield srv
-    proc.terminate()
+
+
+def stop_server(srv: Server) -> None:
+    srv.proc.terminate()
     try:
-        proc.wait(timeout=10)
+        srv.proc.wait(timeout=10)
     except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=10)
+        srv.proc.kill()
+        srv.proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    srv = start_server(tmp_path_factory.mktemp("parallax"))
+    yield srv
+    stop_server(srv)
 
 
 class Approver:
     """A person deciding over HTTP, on a thread, while the call waits: it
     finds the pending approval whose event contains ``marker`` and decides."""
 
-    def __init__(self, server: Server, marker: str, decision: str, name: str, comment: str) -> None:
-        self.server, self.marker, self.decision = server, marker, decision
+    def __init__(
+        self, server: Server, marker: str, decision: str, name: str, comment: str, delay: float
+    ) -> None:
+        self.server, self.marker, self.decision, self.delay = server, marker, decision, delay
         self.token = APPROVERS[name]
         self.comment = comment
         self.answer: tuple[int, Any] | None = None
@@ -130,7 +145,7 @@ class Approver:
                 for a in self.server.pending():
                     if self.marker in json.dumps(a.get("event")):
                         # Give the caller time to be waiting on it.
-                        time.sleep(0.3)
+                        time.sleep(self.delay)
                         self.answer = self.server.http(
                             "POST",
                             f"/approvals/{a['id']}/{self.decision}",
@@ -153,8 +168,15 @@ class Approver:
 
 @pytest.fixture
 def approver(server: Server) -> Callable[..., Approver]:
-    def start(marker: str, decision: str = "approve", name: str = "alice", comment: str = "ok") -> Approver:
-        return Approver(server, marker, decision, name, comment)
+    def start(
+        marker: str,
+        decision: str = "approve",
+        name: str = "alice",
+        comment: str = "ok",
+        delay: float = 0.3,
+        on: Server | None = None,
+    ) -> Approver:
+        return Approver(on or server, marker, decision, name, comment, delay)
 
     return start
 

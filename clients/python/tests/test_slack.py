@@ -4,13 +4,16 @@ rewritten where they say; what they deny never does."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from slack_sdk import WebClient
+from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web import SlackResponse
 
 from conftest import AGENT_TOKEN, Server
 from fakes import HttpRecorder
-from parallax_client import ApprovalPending, Denied, Firewall, Parallax
+from parallax_client import ApprovalPending, AsyncParallax, Denied, Firewall, Parallax
 from parallax_client.adapters.slack import SlackAdapter
 
 
@@ -95,3 +98,19 @@ def test_approval_not_waited_for_raises_pending(server: Server, recorder: HttpRe
     assert e.value.approval.pending and e.value.approval.id.startswith("apr_")
     assert f"/approvals/{e.value.approval.id}/approve" in str(e.value)
     assert recorder.calls("/api/chat.postMessage") == []
+
+
+def test_async_web_client(server: Server, recorder: HttpRecorder) -> None:
+    async def main() -> None:
+        fw = Firewall(AsyncParallax(server.url, token=AGENT_TOKEN, timeout=10))
+        slack = fw.wrap(SlackAdapter(AsyncWebClient(token="xoxb-test", base_url=recorder.url + "/api/")))
+        r = await slack.chat_postMessage(channel="#sales", text="card 4111 1111 1111 1111")
+        assert r["ok"] is True
+        with pytest.raises(Denied):
+            await slack.chat_postMessage(channel="#sales", text="api_key = abc")
+        assert (await slack.auth_test())["ok"] is True
+
+    asyncio.run(main())
+    (sent,) = recorder.calls("/api/chat.postMessage")
+    assert sent.params()["text"] == "card [CARD]"
+    assert len(recorder.calls("/api/auth.test")) == 1
