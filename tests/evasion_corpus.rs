@@ -1,0 +1,176 @@
+//! Parallax's own evasion corpus (issue 20), scored on the shipped rules as
+//! baked: attacks written to get past pattern matching (other languages,
+//! obfuscation, personas, secrets spread over a structure) and the hard
+//! benign look-alikes that must pass untouched. Each file under
+//! `tests/fixtures/evasion_corpus/` says what its cases expect:
+//!
+//! - `flagged`: any verdict but `allow` counts as caught;
+//! - `redacted`: the verdict is `redact` and none of the case's `secrets`
+//!   is left anywhere in the redacted event;
+//! - `clean`: neither blocked nor rewritten (a `detect` is counted as a
+//!   false positive, reported, but tolerated up to the limit below).
+//!
+//! The rates are printed (`cargo test --test evasion_corpus -- --nocapture`)
+//! and held to the issue's targets: evasions caught ≥ 0.90, benign work
+//! neither blocked nor rewritten ≥ 0.95.
+
+use parallax::backend::baked;
+use parallax_runtime::action::Action;
+use parallax_runtime::engine::Engine;
+use parallax_runtime::event::Event;
+use parallax_runtime::prepared::PreparedEvent;
+use parallax_runtime::report::Report;
+use serde::Deserialize;
+use serde_json::Value;
+use std::path::Path;
+use std::time::Duration;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CorpusFile {
+    expect: Expect,
+    cases: Vec<Case>,
+}
+
+#[derive(Deserialize, Clone, Copy, PartialEq, Eq, Debug)]
+#[serde(rename_all = "lowercase")]
+enum Expect {
+    Flagged,
+    Redacted,
+    Clean,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Case {
+    note: String,
+    /// A user message (`message.before`), or a whole event.
+    text: Option<String>,
+    event: Option<Value>,
+    /// For `redacted`: strings that must be gone from the redacted event.
+    #[serde(default)]
+    secrets: Vec<String>,
+}
+
+struct Score {
+    total: usize,
+    good: usize,
+    flagged: usize,
+    misses: Vec<String>,
+}
+
+fn event_of(case: &Case) -> Value {
+    match (&case.text, &case.event) {
+        (Some(t), None) => serde_json::json!({"stage": "message.before", "message_text": t}),
+        (None, Some(e)) => e.clone(),
+        _ => panic!("case {:?}: give exactly one of text and event", case.note),
+    }
+}
+
+fn judge(engine: &Engine, expect: Expect, case: &Case) -> (bool, bool, String) {
+    let raw = event_of(case);
+    let event = Event::from_value(raw.clone())
+        .unwrap_or_else(|e| panic!("case {:?}: bad event: {e}", case.note));
+    let prepared = PreparedEvent::new(event);
+    let mut scratch = engine.new_scratch();
+    let verdict = engine.evaluate(&prepared, &mut scratch);
+    let report = Report::build(engine, &prepared, &verdict, Duration::ZERO);
+    let rules: Vec<&str> = report.results.iter().map(|r| r.rule_id.as_str()).collect();
+    let flagged = report.action != Action::Allow;
+    let left: Vec<&String> = match &report.redacted_event {
+        Some(red) => {
+            let text = red.to_string();
+            case.secrets
+                .iter()
+                .filter(|s| text.contains(s.as_str()))
+                .collect()
+        }
+        None => case.secrets.iter().collect(),
+    };
+    let good = match expect {
+        Expect::Flagged => flagged,
+        Expect::Redacted => report.action == Action::Redact && left.is_empty(),
+        Expect::Clean => !matches!(report.action, Action::Block | Action::Redact),
+    };
+    let why = format!(
+        "{:?} {:?}: action {} rules {rules:?}{}",
+        expect,
+        case.note,
+        report.action,
+        if left.is_empty() {
+            String::new()
+        } else {
+            format!(" secrets left: {left:?}")
+        }
+    );
+    (good, flagged, why)
+}
+
+fn score(engine: &Engine, want: &[Expect]) -> Score {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/evasion_corpus");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .expect("the corpus folder")
+        .map(|e| e.expect("a readable entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .collect();
+    files.sort();
+    let mut s = Score {
+        total: 0,
+        good: 0,
+        flagged: 0,
+        misses: Vec::new(),
+    };
+    for path in files {
+        let text = std::fs::read_to_string(&path).expect("a readable corpus file");
+        let file: CorpusFile =
+            serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        if !want.contains(&file.expect) {
+            continue;
+        }
+        for case in &file.cases {
+            let (good, flagged, why) = judge(engine, file.expect, case);
+            s.total += 1;
+            s.good += usize::from(good);
+            s.flagged += usize::from(flagged);
+            let name = path.file_name().unwrap_or_default().to_string_lossy();
+            if !good || (file.expect == Expect::Clean && flagged) {
+                s.misses.push(format!("{name}: {why}"));
+            }
+        }
+    }
+    s
+}
+
+fn rate(n: usize, of: usize) -> f64 {
+    if of == 0 {
+        0.0
+    } else {
+        n as f64 / of as f64
+    }
+}
+
+#[test]
+fn evasions_are_caught_and_benign_work_passes() {
+    let engine = baked::engine().expect("the baked engine");
+    let attacks = score(&engine, &[Expect::Flagged, Expect::Redacted]);
+    let benign = score(&engine, &[Expect::Clean]);
+    let caught = rate(attacks.good, attacks.total);
+    let untouched = rate(benign.good, benign.total);
+    let fp = rate(benign.flagged, benign.total);
+    println!(
+        "evasions caught {}/{} = {caught:.3}; benign neither blocked nor rewritten {}/{} = {untouched:.3}; benign flagged at all {}/{} = {fp:.3}",
+        attacks.good, attacks.total, benign.good, benign.total, benign.flagged, benign.total
+    );
+    for m in attacks.misses.iter().chain(&benign.misses) {
+        println!("  {m}");
+    }
+    assert!(
+        attacks.total >= 50 && benign.total >= 40,
+        "the corpus is all there"
+    );
+    assert!(caught >= 0.90, "evasions caught {caught:.3} < 0.90");
+    assert!(untouched >= 0.95, "benign untouched {untouched:.3} < 0.95");
+    // Flags on benign text (a `detect`) are reported above, not failed on:
+    // the corpus includes rules of other engines (the classifier) too.
+    let _ = fp;
+}
