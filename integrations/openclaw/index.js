@@ -9,17 +9,21 @@
 //                                                 {requireApproval: ...} (OpenClaw asks)
 //   after_tool_call   tool.after       recorded in the audit log; a block is logged
 //                                      (OpenClaw has already run the tool)
-//   message_received  message.before   recorded in the audit log
+//   message_received  message.before   recorded in the audit log (OpenClaw's
+//                                      event: {from, content, messageId,
+//                                      senderId, sessionKey...}; ctx:
+//                                      {channelId, conversationId, sessionKey})
 //
 // "No opinion" (allow, detect) is `undefined`: OpenClaw goes on as usual.
-// When the server cannot be reached the call goes ahead with a warning, or
-// is blocked with `failClosed: true`.
+// When the server cannot be reached (or answers with an error) the call is
+// blocked — this plugin has no rules of its own to fall back on — unless
+// the config says `failClosed: false`, which lets it run with a warning.
 
 export const DEFAULTS = Object.freeze({
   url: "http://127.0.0.1:9920",
   timeoutMs: 2000,
   approvalWaitSecs: 120,
-  failClosed: false,
+  failClosed: true,
 });
 
 /** The plugin's settings: OpenClaw's `plugins.entries.parallax.config`. */
@@ -33,7 +37,9 @@ export function settings(config = {}, env = process.env) {
 /** The Parallax event for an OpenClaw hook's (event, ctx). */
 export function toEvent(stage, event = {}, ctx = {}) {
   const e = { stage };
-  const session = ctx.sessionId ?? ctx.sessionKey;
+  // Tool hooks carry ctx.sessionId; message hooks only the session key
+  // (in ctx, and in the event).
+  const session = ctx.sessionId ?? ctx.sessionKey ?? event.sessionKey;
   if (session) e.session_id = String(session);
   const tool = event.toolName ?? ctx.toolName;
   if (tool) e.tool_name = tool;
@@ -41,15 +47,24 @@ export function toEvent(stage, event = {}, ctx = {}) {
   if (stage === "tool.after") {
     e.tool_result = resultText(event.result) ?? (event.error ? String(event.error) : null);
   }
-  if (stage === "message.before") {
-    const text = event.content ?? event.text ?? event.message;
-    if (typeof text === "string") e.message_text = text;
+  if (stage === "message.before" && typeof event.content === "string") {
+    e.message_text = event.content;
   }
-  e.metadata = {
-    framework: "openclaw",
-    ...(ctx.agentId ? { agent_id: String(ctx.agentId) } : {}),
-    ...(event.toolCallId ? { tool_call_id: String(event.toolCallId) } : {}),
+  const meta = { framework: "openclaw" };
+  const put = (key, value) => {
+    if (value !== undefined && value !== null && value !== "") meta[key] = String(value);
   };
+  put("agent_id", ctx.agentId);
+  put("tool_call_id", event.toolCallId);
+  if (stage === "message.before") {
+    put("from", event.from);
+    put("sender_id", event.senderId);
+    put("message_id", event.messageId);
+    put("thread_id", event.threadId);
+    put("channel_id", ctx.channelId);
+    put("conversation_id", ctx.conversationId);
+  }
+  e.metadata = meta;
   return e;
 }
 
@@ -144,10 +159,13 @@ export function handlers(config, { logger = console, fetchImpl = fetch, env = pr
         report = await evaluate(s, toEvent("tool.before", event, ctx), { fetchImpl });
       } catch (err) {
         const msg = unreachable(err);
-        if (s.failClosed) {
-          return { block: true, blockReason: `Parallax blocked this tool call: ${msg} and the plugin is set to fail closed` };
+        if (s.failClosed !== false) {
+          return {
+            block: true,
+            blockReason: `Parallax blocked this tool call: ${msg}, and the plugin fails closed (failClosed: false lets calls run unchecked instead)`,
+          };
         }
-        logger.warn?.(`parallax: ${msg}; the tool call goes ahead unchecked (failClosed is off)`);
+        logger.warn?.(`parallax: ${msg}; the tool call goes ahead unchecked (failClosed: false)`);
         return undefined;
       }
       return beforeToolCallResult(report, s);

@@ -200,13 +200,30 @@ pub enum SetupAgent {
         mcp: bool,
     },
     /// OpenClaw: the Parallax plugin in <state>/extensions/parallax,
-    /// registered in $OPENCLAW_CONFIG_PATH (~/.openclaw/openclaw.json).
+    /// registered in $OPENCLAW_CONFIG_PATH (~/.openclaw/openclaw.json), or
+    /// (`--mode proxy`) a models.providers entry through the proxy.
     Openclaw {
         #[arg(long, default_value = crate::hooks::client::DEFAULT_URL)]
         url: String,
-        /// The plugin blocks tool calls when the server does not answer.
+        /// The plugin lets tool calls run (with a warning) when the server
+        /// does not answer; by default it blocks them.
         #[arg(long)]
+        fail_open: bool,
+        /// The default (kept for scripts that pass it).
+        #[arg(long, hide = true, conflicts_with = "fail_open")]
         fail_closed: bool,
+        #[arg(long, value_enum, default_value = "plugin")]
+        mode: crate::setup::openclaw_proxy::OpenclawMode,
+        /// `--mode proxy`: the API OpenClaw speaks to the proxy.
+        #[arg(long, value_enum, default_value = "anthropic-messages")]
+        api: crate::setup::openclaw_proxy::Api,
+        /// `--mode proxy`: the model id (selected as `parallax/<model>`).
+        #[arg(long, required_if_eq("mode", "proxy"))]
+        model: Option<String>,
+        /// `--mode proxy`: the environment variable holding the API key
+        /// (default ANTHROPIC_API_KEY or OPENAI_API_KEY, by --api).
+        #[arg(long)]
+        key_env: Option<String>,
     },
 }
 
@@ -302,8 +319,17 @@ pub fn run(cli: Cli) -> ExitCode {
                 },
         } => setup::codex(url, fail_closed, mode, mcp),
         Command::Setup {
-            agent: SetupAgent::Openclaw { url, fail_closed },
-        } => setup::openclaw(url, fail_closed),
+            agent:
+                SetupAgent::Openclaw {
+                    url,
+                    fail_open,
+                    fail_closed: _,
+                    mode,
+                    api,
+                    model,
+                    key_env,
+                },
+        } => setup::openclaw(url, fail_open, mode, api, model, key_env),
         Command::Revert {
             agent: RevertAgent::Claudecode { scope },
         } => revert::claudecode(scope),

@@ -3,7 +3,9 @@
 
 use super::fail;
 use super::setup::{places, report};
-use crate::setup::{claudecode, codex, codex_mcp, codex_proxy, mcp_servers, openclaw, Outcome};
+use crate::setup::{
+    claudecode, codex, codex_mcp, codex_proxy, mcp_servers, openclaw, openclaw_proxy, Outcome,
+};
 use std::process::ExitCode;
 
 /// The hooks of the scope's settings file and the scope's wrapped MCP
@@ -38,12 +40,18 @@ pub fn codex() -> ExitCode {
     report(all)
 }
 
+/// Both of what `setup openclaw` can add: the plugin and the proxy
+/// provider.
 pub fn openclaw() -> ExitCode {
     match places() {
-        Ok(p) => report(openclaw::revert(&openclaw::config_path(
-            std::env::var_os("OPENCLAW_CONFIG_PATH").as_deref(),
-            &p.home,
-        ))),
+        Ok(p) => {
+            let config =
+                openclaw::config_path(std::env::var_os("OPENCLAW_CONFIG_PATH").as_deref(), &p.home);
+            report(
+                openclaw::revert(&config)
+                    .and_then(|out| join(out, openclaw_proxy::revert(&config)?)),
+            )
+        }
         Err(e) => fail(e),
     }
 }

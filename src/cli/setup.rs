@@ -3,7 +3,7 @@
 
 use super::fail;
 use crate::setup::{
-    claudecode, codex, codex_mcp, codex_proxy, mcp_servers, openclaw, Mode, Outcome,
+    claudecode, codex, codex_mcp, codex_proxy, mcp_servers, openclaw, openclaw_proxy, Mode, Outcome,
 };
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -75,14 +75,36 @@ pub fn codex(url: String, fail_closed: bool, mode: Mode, mcp: bool) -> ExitCode 
     }
 }
 
-pub fn openclaw(url: String, fail_closed: bool) -> ExitCode {
-    match places() {
-        Ok(p) => report(openclaw::setup(
-            &openclaw::config_path(std::env::var_os("OPENCLAW_CONFIG_PATH").as_deref(), &p.home),
-            &url,
-            fail_closed,
-        )),
-        Err(e) => fail(e),
+pub fn openclaw(
+    url: String,
+    fail_open: bool,
+    mode: openclaw_proxy::OpenclawMode,
+    api: openclaw_proxy::Api,
+    model: Option<String>,
+    key_env: Option<String>,
+) -> ExitCode {
+    let p = match places() {
+        Ok(p) => p,
+        Err(e) => return fail(e),
+    };
+    let config =
+        openclaw::config_path(std::env::var_os("OPENCLAW_CONFIG_PATH").as_deref(), &p.home);
+    match mode {
+        openclaw_proxy::OpenclawMode::Plugin => report(openclaw::setup(&config, &url, fail_open)),
+        openclaw_proxy::OpenclawMode::Proxy => {
+            let Some(model) = model.filter(|m| !m.trim().is_empty()) else {
+                return fail("--mode proxy needs --model ID (the model OpenClaw asks for)");
+            };
+            report(openclaw_proxy::setup(
+                &config,
+                &openclaw_proxy::Options {
+                    url,
+                    api,
+                    key_env: key_env.unwrap_or_else(|| api.default_key_env().to_owned()),
+                    model,
+                },
+            ))
+        }
     }
 }
 

@@ -314,7 +314,7 @@ fn openclaw_plugin_registration() {
         ("openclaw-empty", None, false),
         ("openclaw-existing", Some(&user), true),
     ];
-    for (name, before, fail_closed) in cases {
+    for (name, before, fail_open) in cases {
         let dir = tmp(name);
         let file = openclaw::config_path(None, &dir);
         if let Some(b) = before {
@@ -322,7 +322,7 @@ fn openclaw_plugin_registration() {
             std::fs::write(&file, b).unwrap();
         }
         let url = crate::hooks::client::DEFAULT_URL;
-        let out = openclaw::setup(&file, url, fail_closed).unwrap();
+        let out = openclaw::setup(&file, url, fail_open).unwrap();
         assert!(!out.todo.is_empty());
         let written = std::fs::read_to_string(&file).unwrap();
         let state = file.parent().unwrap().display().to_string();
@@ -332,7 +332,7 @@ fn openclaw_plugin_registration() {
             assert_eq!(std::fs::read_to_string(plugin.join(f)).unwrap(), text);
         }
         assert_eq!(backup_path(&file).exists(), before.is_some(), "{name}");
-        let again = openclaw::setup(&file, url, fail_closed).unwrap();
+        let again = openclaw::setup(&file, url, fail_open).unwrap();
         assert!(again.done[0].contains("unchanged"), "{:?}", again.done);
         assert_eq!(std::fs::read_to_string(&file).unwrap(), written);
         openclaw::revert(&file).unwrap();
@@ -359,6 +359,90 @@ fn openclaw_plugin_registration() {
             e.contains("openclaw.json") && e.contains("nothing written"),
             "{e}"
         );
+        assert_eq!(std::fs::read(&file).unwrap(), bad);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn openclaw_proxy_provider() {
+    use super::openclaw_proxy::{self, Api, Options};
+    let user = std::fs::read(fixtures().join("openclaw-proxy-user.json")).unwrap();
+    let cases: [(&str, Option<&[u8]>, Api); 2] = [
+        ("openclaw-proxy-empty", None, Api::AnthropicMessages),
+        ("openclaw-proxy-existing", Some(&user), Api::OpenaiResponses),
+    ];
+    for (name, before, api) in cases {
+        let dir = tmp(name);
+        let file = dir.join("openclaw.json");
+        if let Some(b) = before {
+            std::fs::write(&file, b).unwrap();
+        }
+        let opts = Options {
+            url: "http://127.0.0.1:9920/".into(),
+            api,
+            model: "claude-sonnet-4-5".into(),
+            key_env: api.default_key_env().into(),
+        };
+        let out = openclaw_proxy::setup(&file, &opts).unwrap();
+        assert!(!out.todo.is_empty());
+        let written = std::fs::read(&file).unwrap();
+        golden(name, &written);
+        let v: serde_json::Value = serde_json::from_slice(&written).unwrap();
+        let p = &v["models"]["providers"]["parallax"];
+        assert_eq!(p["api"], api.as_str());
+        assert_eq!(
+            v["agents"]["defaults"]["model"]["primary"],
+            "parallax/claude-sonnet-4-5"
+        );
+        // The key is referred to, never written.
+        assert!(p["apiKey"].as_str().unwrap().starts_with("${"));
+        assert_eq!(backup_path(&file).exists(), before.is_some(), "{name}");
+        let again = openclaw_proxy::setup(&file, &opts).unwrap();
+        assert!(again.done[0].contains("unchanged"), "{:?}", again.done);
+        assert_eq!(std::fs::read(&file).unwrap(), written);
+        openclaw_proxy::revert(&file).unwrap();
+        match before {
+            Some(b) => assert_eq!(std::fs::read(&file).unwrap(), b, "{name}: revert"),
+            None => assert!(!file.exists(), "{name}: revert left the file"),
+        }
+        assert!(!backup_path(&file).exists(), "{name}: backup left behind");
+        let nothing = openclaw_proxy::revert(&file).unwrap();
+        assert!(
+            nothing.done[0].contains("no Parallax") || nothing.done[0].contains("does not"),
+            "{:?}",
+            nothing.done
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    assert_eq!(
+        Api::AnthropicMessages.base_url("http://h:1/"),
+        "http://h:1/anthropic"
+    );
+    assert_eq!(
+        Api::OpenaiCompletions.base_url("http://h:1"),
+        "http://h:1/openai/v1"
+    );
+    // The plugin and the provider together: revert of both ends byte for
+    // byte; an unparseable file is refused.
+    let dir = tmp("openclaw-both");
+    let file = dir.join("openclaw.json");
+    std::fs::write(&file, &user).unwrap();
+    let opts = Options {
+        url: "http://127.0.0.1:9920".into(),
+        api: Api::AnthropicMessages,
+        model: "m".into(),
+        key_env: "K".into(),
+    };
+    super::openclaw::setup(&file, "http://127.0.0.1:9920", false).unwrap();
+    openclaw_proxy::setup(&file, &opts).unwrap();
+    super::openclaw::revert(&file).unwrap();
+    openclaw_proxy::revert(&file).unwrap();
+    assert_eq!(std::fs::read(&file).unwrap(), user);
+    for bad in [&b"{ models: {} }"[..], b"{\"models\": []}"] {
+        std::fs::write(&file, bad).unwrap();
+        let e = openclaw_proxy::setup(&file, &opts).unwrap_err();
+        assert!(e.contains("nothing written"), "{e}");
         assert_eq!(std::fs::read(&file).unwrap(), bad);
     }
     let _ = std::fs::remove_dir_all(&dir);

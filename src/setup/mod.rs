@@ -23,6 +23,7 @@ pub mod hooks_file;
 pub mod json;
 pub mod mcp_servers;
 pub mod openclaw;
+pub mod openclaw_proxy;
 
 use std::path::{Path, PathBuf};
 

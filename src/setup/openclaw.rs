@@ -94,20 +94,15 @@ fn add_to(path: &Path, obj: &mut Json, key: &str, item: &str) -> Result<(), Stri
     Ok(())
 }
 
-fn edit(
-    path: &Path,
-    root: &mut Json,
-    dir: &str,
-    url: &str,
-    fail_closed: bool,
-) -> Result<(), String> {
+fn edit(path: &Path, root: &mut Json, dir: &str, url: &str, fail_open: bool) -> Result<(), String> {
     let plugins = object(path, root, "plugins")?;
     add_to(path, object(path, plugins, "load")?, "paths", dir)?;
     add_to(path, plugins, "allow", PLUGIN_ID)?;
     let entries = object(path, plugins, "entries")?;
     let mut config = vec![("url", Json::String(url.trim_end_matches('/').to_owned()))];
-    if fail_closed {
-        config.push(("failClosed", Json::Bool(true)));
+    // The plugin fails closed by default; only the opt-out is written.
+    if fail_open {
+        config.push(("failClosed", Json::Bool(false)));
     }
     let entry = Json::obj(vec![
         ("enabled", Json::Bool(true)),
@@ -159,7 +154,7 @@ fn strip(root: &mut Json, dir: &str) -> bool {
     found
 }
 
-pub fn setup(config: &Path, url: &str, fail_closed: bool) -> Result<Outcome, String> {
+pub fn setup(config: &Path, url: &str, fail_open: bool) -> Result<Outcome, String> {
     let dir = plugin_dir(config);
     let dir_s = dir.display().to_string();
     let before = read_optional(config)?;
@@ -167,7 +162,7 @@ pub fn setup(config: &Path, url: &str, fail_closed: bool) -> Result<Outcome, Str
         Some(b) => parse(config, b)?,
         None => Json::Object(Vec::new()),
     };
-    edit(config, &mut root, &dir_s, url, fail_closed)?;
+    edit(config, &mut root, &dir_s, url, fail_open)?;
     let mut out = Outcome::default();
     let mut files_changed = false;
     for (name, text) in PLUGIN_FILES {
@@ -212,10 +207,10 @@ pub fn setup(config: &Path, url: &str, fail_closed: bool) -> Result<Outcome, Str
     }
     out.todo.push(format!(
         "run `parallax serve` at {url}; while it is down the plugin {}",
-        if fail_closed {
-            "blocks every tool call (failClosed)"
+        if fail_open {
+            "lets tool calls run unchecked with a warning (--fail-open: failClosed false)"
         } else {
-            "lets tool calls run with a warning (fail open; --fail-closed blocks instead)"
+            "blocks every tool call (it fails closed; --fail-open lets them run instead)"
         }
     ));
     out.todo.push(

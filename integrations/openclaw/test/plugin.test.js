@@ -102,17 +102,26 @@ test("approve: the outcome of the wait maps; still pending asks OpenClaw", async
   assert.equal(pending.requireApproval.timeoutBehavior, "deny");
 });
 
-test("unknown actions block; the server down fails open unless failClosed", async () => {
+test("unknown actions block; the server failing or down blocks unless failClosed: false", async () => {
   answer = () => ({ action: "quarantine" });
   const h = handlers({ url: base }, { logger: quiet, env: {} });
   assert.equal((await h.before_tool_call(exec.event, exec.ctx)).block, true);
+  // By default (no config): an erroring server blocks, naming why.
   answer = () => 500;
-  assert.equal(await h.before_tool_call(exec.event, exec.ctx), undefined);
-  const closed = handlers({ url: base, failClosed: true }, { logger: quiet, env: {} });
-  assert.match((await closed.before_tool_call(exec.event, exec.ctx)).blockReason, /fail closed/);
+  const closed = await h.before_tool_call(exec.event, exec.ctx);
+  assert.equal(closed.block, true);
+  assert.match(closed.blockReason, /did not answer .*500.*fails closed/);
+  // A server that is not there at all: blocked too.
+  const nowhere = handlers({ url: "http://127.0.0.1:9", timeoutMs: 500, approvalWaitSecs: 0 }, { logger: quiet, env: {} });
+  assert.equal((await nowhere.before_tool_call(exec.event, exec.ctx)).block, true);
+  // Opting out: the call goes ahead, with a warning.
+  const warned = [];
+  const open = handlers({ url: base, failClosed: false }, { logger: { warn: (m) => warned.push(m) }, env: {} });
+  assert.equal(await open.before_tool_call(exec.event, exec.ctx), undefined);
+  assert.match(warned[0], /goes ahead unchecked \(failClosed: false\)/);
   // A hung server: bounded by timeoutMs (no approval wait asked).
   answer = () => "hang";
-  const hung = handlers({ url: base, failClosed: true, timeoutMs: 200, approvalWaitSecs: 0 }, { logger: quiet, env: {} });
+  const hung = handlers({ url: base, timeoutMs: 200, approvalWaitSecs: 0 }, { logger: quiet, env: {} });
   const t0 = Date.now();
   assert.equal((await hung.before_tool_call(exec.event, exec.ctx)).block, true);
   assert.ok(Date.now() - t0 < 2000);
@@ -127,12 +136,38 @@ test("after_tool_call and message_received are recorded, never change anything",
     exec.ctx,
   );
   assert.equal(after, undefined);
-  assert.equal(await h.message_received({ content: "hello" }, { sessionId: "t1" }), undefined);
+  // message_received as OpenClaw 2026.9.6 sends it (PluginHookMessageReceivedEvent
+  // and PluginHookMessageContext in its dist/*.d.ts): no sessionId, the
+  // session key in ctx (and the event), the text in `content`.
+  const received = {
+    from: "telegram:4242",
+    content: "hello",
+    timestamp: 1796109716000,
+    messageId: "m-17",
+    senderId: "4242",
+    sessionKey: "agent:main:telegram:4242",
+  };
+  const mctx = { channelId: "telegram", accountId: "default", conversationId: "4242", sessionKey: "agent:main:telegram:4242" };
+  assert.equal(await h.message_received(received, mctx), undefined);
   assert.equal(seen[0].body.stage, "tool.after");
   assert.equal(seen[0].body.tool_result, "done");
   assert.equal(seen[0].url, "/evaluate");
-  assert.equal(seen[1].body.stage, "message.before");
-  assert.equal(seen[1].body.message_text, "hello");
+  const msg = seen[1].body;
+  assert.equal(msg.stage, "message.before");
+  assert.equal(msg.message_text, "hello");
+  assert.equal(msg.session_id, "agent:main:telegram:4242");
+  assert.equal(msg.tool_args, undefined);
+  assert.deepEqual(msg.metadata, {
+    framework: "openclaw",
+    from: "telegram:4242",
+    sender_id: "4242",
+    message_id: "m-17",
+    channel_id: "telegram",
+    conversation_id: "4242",
+  });
+  // The session key in the event alone is enough.
+  await h.message_received({ from: "x", content: "hi", sessionKey: "k-2" }, { channelId: "cli" });
+  assert.equal(seen[2].body.session_id, "k-2");
 });
 
 test("register wires the hooks; settings default and take the token from the environment", () => {
@@ -143,5 +178,6 @@ test("register wires the hooks; settings default and take the token from the env
   assert.equal(s.url, "http://h:1");
   assert.equal(s.token, "t");
   assert.equal(s.approvalWaitSecs, 120);
+  assert.equal(s.failClosed, true);
   assert.equal(toEvent("tool.before", {}, {}).metadata.framework, "openclaw");
 });
