@@ -71,3 +71,20 @@ fn claude_code_blocked_command_never_runs() {
 fn codex_blocked_command_never_runs() {
     blocked_command_never_runs("codex");
 }
+
+/// Codex configured by `parallax setup codex --mode proxy` over the user's
+/// own provider (mode `setup` of e2e.py): blocked through the proxy, the
+/// benign call runs, and `parallax revert codex` restores config.toml byte
+/// for byte.
+#[test]
+fn codex_through_setup_codex_mode_proxy() {
+    if !can_run("agents e2e", "codex") {
+        return;
+    }
+    let s = drive("codex", "setup");
+    assert_eq!(s["exit"], 0, "{s}");
+    assert_eq!(s["canary_intact"], true, "{s}");
+    assert_eq!(s["marker"], true, "{s}");
+    assert_eq!(s["audit_blocks"], 1, "{s}");
+    assert_eq!(s["restored"], true, "{s}");
+}

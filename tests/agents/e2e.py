@@ -30,7 +30,11 @@ Assertions (mode proxy): the agent exits 0 with a normal result, the canary
 survives, the marker exists, the audit log has a block by
 dangerous-curl-pipe-shell at door proxy, /metrics counts it, and the second
 model request carries the proxy's replacement text. Mode control: the canary
-is gone and the marker exists. A JSON summary is printed as the last line of
+is gone and the marker exists. Mode setup (Codex): as proxy, but the
+user's config.toml points at the fake (provider "fake") and `parallax setup
+codex --mode proxy --url <parallax>` adds and selects the proxy provider;
+the same assertions, then `parallax revert codex` must leave config.toml
+byte for byte as the user had it. A JSON summary is printed as the last line of
 stdout; exit status 0 means every assertion held.
 
 The agents as run (PORT is the proxy's):
@@ -270,7 +274,11 @@ def run_claude(bin_dir: Path, root: Path, work: Path, base_url: str) -> subproce
     return run_bounded(cmd, env, work)
 
 
-def run_codex(bin_dir: Path, root: Path, work: Path, base_url: str) -> subprocess.CompletedProcess:
+def run_codex(
+    bin_dir: Path, root: Path, work: Path, base_url: str, prepare: Any = None
+) -> subprocess.CompletedProcess:
+    """Codex against `base_url`; `prepare(codex_home)` runs between writing
+    the user's config.toml and starting Codex (mode setup)."""
     home, tmp = root / "home", root / "tmp"
     codex_home = root / "codex-home"
     codex_home.mkdir()
@@ -300,6 +308,8 @@ def run_codex(bin_dir: Path, root: Path, work: Path, base_url: str) -> subproces
             ]
         )
     )
+    if prepare is not None:
+        prepare(codex_home)
     env = agent_env(home, tmp)
     env.update({"CODEX_HOME": str(codex_home), "PARALLAX_E2E_KEY": "sk-dummy-e2e"})
     cmd = [str(bin_dir / "codex"), "exec", "--skip-git-repo-check", "--json", PROMPT]
@@ -366,18 +376,42 @@ def inside(args: argparse.Namespace) -> int:
         summary["dangerous"], summary["benign"] = dangerous, benign
         fake, fake_port, fake_log = start_fake(root, scenario)
         procs.append(fake)
-        if args.mode == "proxy":
+        prepare = None
+        if args.mode == "setup":
+            if args.agent != "codex":
+                raise Failure("mode setup is for codex (setup codex --mode proxy)")
+            px, px_port, audit = start_parallax(args.parallax, root, fake_port)
+            procs.append(px)
+            origin = f"http://127.0.0.1:{px_port}"
+            # The user's own provider points at the fake; setup redirects it.
+            base = f"http://127.0.0.1:{fake_port}/v1"
+            penv = agent_env(root / "home", root / "tmp")
+
+            def prepare(codex_home: Path) -> None:
+                penv["CODEX_HOME"] = str(codex_home)
+                summary["user_config"] = (codex_home / "config.toml").read_text()
+                cmd = [args.parallax, "setup", "codex", "--mode", "proxy", "--url", origin]
+                out = subprocess.run(["timeout", "30", *cmd], env=penv, capture_output=True, text=True)
+                summary["setup_stdout"] = out.stdout
+                check(out.returncode == 0, f"setup codex --mode proxy failed: {out.stderr}", failures)
+                again = subprocess.run(["timeout", "30", *cmd], env=penv, capture_output=True, text=True)
+                check("unchanged" in again.stdout, f"a second setup changed something: {again.stdout}", failures)
+        elif args.mode == "proxy":
             px, px_port, audit = start_parallax(args.parallax, root, fake_port)
             procs.append(px)
             origin = f"http://127.0.0.1:{px_port}"
             prefix = {"claude": "/anthropic", "codex": "/openai/v1"}[args.agent]
+            base = origin + prefix
         else:
             origin = f"http://127.0.0.1:{fake_port}"
             prefix = {"claude": "", "codex": "/v1"}[args.agent]
+            base = origin + prefix
         bin_dir = Path(args.agents_bin)
         started = time.monotonic()
-        runner = run_claude if args.agent == "claude" else run_codex
-        result = runner(bin_dir, root, work, origin + prefix)
+        if args.agent == "claude":
+            result = run_claude(bin_dir, root, work, base)
+        else:
+            result = run_codex(bin_dir, root, work, base, prepare)
         summary["seconds"] = round(time.monotonic() - started, 2)
         summary["exit"] = result.returncode
         (root / "agent.stdout").write_text(result.stdout)
@@ -395,6 +429,18 @@ def inside(args: argparse.Namespace) -> int:
         else:
             check(summary["canary_intact"], "the blocked command ran: canary destroyed", failures)
             check_proxy_evidence(origin, audit, requests, summary, failures)
+        if args.mode == "setup":
+            config = root / "codex-home" / "config.toml"
+            out = subprocess.run(
+                ["timeout", "30", args.parallax, "revert", "codex"],
+                env=penv,
+                capture_output=True,
+                text=True,
+            )
+            summary["revert_stdout"] = out.stdout
+            check(out.returncode == 0, f"revert codex failed: {out.stderr}", failures)
+            summary["restored"] = config.read_text() == summary["user_config"]
+            check(summary["restored"], f"revert left config.toml as {config.read_text()!r}", failures)
     except Failure as e:
         failures.append(str(e))
     finally:
@@ -510,7 +556,7 @@ def check_proxy_evidence(
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--agent", choices=["claude", "codex"], required=True)
-    ap.add_argument("--mode", choices=["proxy", "control"], default="proxy")
+    ap.add_argument("--mode", choices=["proxy", "control", "setup"], default="proxy")
     ap.add_argument("--parallax", default=str(REPO / "target" / "debug" / "parallax"))
     ap.add_argument("--agents-bin", default=str(AGENTS_BIN))
     ap.add_argument("--tmp-base", default=None)
