@@ -311,6 +311,96 @@ pub fn normalise_dialect(pattern: &str) -> String {
     out
 }
 
+/// ATR patterns written for JavaScript spell characters beyond the Basic
+/// Multilingual Plane as UTF-16 surrogate pairs: `\uDB40\uDC41`, or a high
+/// surrogate before a class of low ones, `\uDB40[\uDC00-\uDC7F]` (the tag
+/// characters). A Rust regex matches Unicode scalar values, where a lone
+/// surrogate is no character at all, so each pair is rewritten to the code
+/// point it encodes (`\x{E0041}`, `[\x{E0000}-\x{E007F}]`). Anything else
+/// is left as written (a lone surrogate then fails to compile, as before).
+pub fn translate_surrogates(pattern: &str) -> String {
+    if !pattern.contains("\\u") {
+        return pattern.to_string();
+    }
+    let c: Vec<char> = pattern.chars().collect();
+    let unit = |i: usize| -> Option<u32> {
+        if c.get(i) != Some(&'\\') || c.get(i + 1) != Some(&'u') {
+            return None;
+        }
+        let hex: String = c.get(i + 2..i + 6)?.iter().collect();
+        u32::from_str_radix(&hex, 16).ok()
+    };
+    let high = |u: u32| (0xD800..=0xDBFF).contains(&u);
+    let low = |u: u32| (0xDC00..=0xDFFF).contains(&u);
+    let point = |h: u32, l: u32| 0x10000 + ((h - 0xD800) << 10) + (l - 0xDC00);
+    let mut out = String::with_capacity(pattern.len());
+    let mut i = 0;
+    while i < c.len() {
+        if c[i] != '\\' {
+            out.push(c[i]);
+            i += 1;
+            continue;
+        }
+        if let Some(h) = unit(i).filter(|&u| high(u)) {
+            let j = i + 6;
+            if let Some(l) = unit(j).filter(|&u| low(u)) {
+                out.push_str(&format!("\\x{{{:X}}}", point(h, l)));
+                i = j + 6;
+                continue;
+            }
+            if c.get(j) == Some(&'[') {
+                if let Some((class, end)) = low_class(&c, j, &unit, &low) {
+                    out.push('[');
+                    for (a, b) in class {
+                        out.push_str(&format!("\\x{{{:X}}}", point(h, a)));
+                        if b != a {
+                            out.push_str(&format!("-\\x{{{:X}}}", point(h, b)));
+                        }
+                    }
+                    out.push(']');
+                    i = end;
+                    continue;
+                }
+            }
+        }
+        // Any other escape is copied whole, so an escaped backslash is
+        // never read as the start of a `\u`.
+        out.push(c[i]);
+        if let Some(&n) = c.get(i + 1) {
+            out.push(n);
+        }
+        i += 2;
+    }
+    out
+}
+
+/// A class made only of low surrogates and ranges of them, starting at the
+/// `[` at `at`: its ranges and the index after its `]`.
+fn low_class(
+    c: &[char],
+    at: usize,
+    unit: &dyn Fn(usize) -> Option<u32>,
+    low: &dyn Fn(u32) -> bool,
+) -> Option<(Vec<(u32, u32)>, usize)> {
+    let mut ranges = Vec::new();
+    let mut i = at + 1;
+    loop {
+        if c.get(i) == Some(&']') {
+            return (!ranges.is_empty()).then_some((ranges, i + 1));
+        }
+        let a = unit(i).filter(|&u| low(u))?;
+        i += 6;
+        let b = if c.get(i) == Some(&'-') {
+            let b = unit(i + 1).filter(|&u| low(u) && u >= a)?;
+            i += 7;
+            b
+        } else {
+            a
+        };
+        ranges.push((a, b));
+    }
+}
+
 /// The regex an ATR condition stands for.
 fn condition_regex(c: &AtrCondition) -> Result<String, String> {
     let ci = !c.case_sensitive.unwrap_or(false);
@@ -321,9 +411,9 @@ fn condition_regex(c: &AtrCondition) -> Result<String, String> {
         // `case_sensitive: true` (the schema's default, and what the
         // corpus's own cases expect: `\bhow\s+were` must match "How were").
         "regex" if ci && !c.value.starts_with("(?i)") => {
-            format!("(?i){}", normalise_dialect(&c.value))
+            format!("(?i){}", normalise_dialect(&translate_surrogates(&c.value)))
         }
-        "regex" => normalise_dialect(&c.value),
+        "regex" => normalise_dialect(&translate_surrogates(&c.value)),
         "contains" => format!("{flag}{}", esc()),
         "exact" => format!("{flag}^{}$", esc()),
         "starts_with" => format!("{flag}^{}", esc()),
@@ -528,6 +618,29 @@ mod tests {
         assert!(check_pattern(r"(?i)foo(?!bar)").is_ok());
         assert!(check_pattern(r"(a)\1").is_ok());
         assert!(check_pattern(r"(unclosed").is_err());
+    }
+
+    #[test]
+    fn surrogate_pairs_become_code_points() {
+        let tags = translate_surrogates(r"(?:\uDB40[\uDC00-\uDC7F]){3,}");
+        assert_eq!(tags, r"(?:[\x{E0000}-\x{E007F}]){3,}");
+        check_pattern(&tags).unwrap();
+        let re = regex_automata::meta::Regex::new(&tags).unwrap();
+        let smuggled: String = "abc"
+            .chars()
+            .map(|c| char::from_u32(0xE0000 + c as u32).unwrap())
+            .collect();
+        assert!(re.is_match(&format!("x{smuggled}y")));
+        assert!(!re.is_match("plain text"));
+        assert_eq!(translate_surrogates(r"\uD83D\uDE00"), r"\x{1F600}");
+        assert_eq!(
+            translate_surrogates(r"\uDB40[\uDC01\uDC20-\uDC7E]"),
+            r"[\x{E0001}\x{E0020}-\x{E007E}]"
+        );
+        // Escaped backslashes, ordinary \u escapes and lone surrogates stay.
+        assert_eq!(translate_surrogates(r"\\uDB40 \u200b"), r"\\uDB40 \u200b");
+        assert_eq!(translate_surrogates(r"\uDB40x"), r"\uDB40x");
+        assert!(check_pattern(r"\uDB40x").is_err());
     }
 
     #[test]
