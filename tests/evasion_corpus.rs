@@ -6,7 +6,8 @@
 //!
 //! - `flagged`: any verdict but `allow` counts as caught;
 //! - `redacted`: the verdict is `redact` and none of the case's `secrets`
-//!   is left anywhere in the redacted event;
+//!   is left anywhere in the redacted event (or `block`, which withholds it
+//!   all);
 //! - `clean`: neither blocked nor rewritten (a `detect` is counted as a
 //!   false positive, reported, but tolerated up to the limit below).
 //!
@@ -89,7 +90,10 @@ fn judge(engine: &Engine, expect: Expect, case: &Case) -> (bool, bool, String) {
     };
     let good = match expect {
         Expect::Flagged => flagged,
-        Expect::Redacted => report.action == Action::Redact && left.is_empty(),
+        // A block withholds the whole result: nothing of it leaks either.
+        Expect::Redacted => {
+            report.action == Action::Block || (report.action == Action::Redact && left.is_empty())
+        }
         Expect::Clean => !matches!(report.action, Action::Block | Action::Redact),
     };
     let why = format!(
@@ -171,6 +175,5 @@ fn evasions_are_caught_and_benign_work_passes() {
     assert!(caught >= 0.90, "evasions caught {caught:.3} < 0.90");
     assert!(untouched >= 0.95, "benign untouched {untouched:.3} < 0.95");
     // Flags on benign text (a `detect`) are reported above, not failed on:
-    // the corpus includes rules of other engines (the classifier) too.
-    let _ = fp;
+    // the score is of every shipped rule, the classifier's included.
 }

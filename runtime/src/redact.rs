@@ -10,7 +10,7 @@ use crate::event::Event;
 use crate::field::{Canonical, FieldRef, JsonRoot, TopField};
 use crate::normalize::views;
 use crate::validator::Validator;
-use regex_automata::meta;
+use regex_automata::{meta, PatternID};
 use serde_json::Value;
 
 pub const REDACTED: &str = "[REDACTED]";
@@ -23,6 +23,33 @@ pub fn redact_text(regex: &meta::Regex, validator: Option<Validator>, text: &mut
     redact_normalised(regex, validator, text) || raw
 }
 
+/// The spans of `text` to rewrite: each match of `regex`, or, when the
+/// pattern has groups named `secret…` (`(?P<secret>…)`), the first of them
+/// that took part in the match. A rule can so require context around a
+/// secret (`password = "…"`, the character after an address) without the
+/// context being rewritten too.
+fn secret_spans(regex: &meta::Regex, text: &str) -> Vec<std::ops::Range<usize>> {
+    let info = regex.group_info();
+    let groups: Vec<usize> = (0..info.group_len(PatternID::ZERO))
+        .filter(|&g| {
+            info.to_name(PatternID::ZERO, g)
+                .is_some_and(|n| n.starts_with("secret"))
+        })
+        .collect();
+    if groups.is_empty() {
+        return regex.find_iter(text).map(|m| m.range()).collect();
+    }
+    regex
+        .captures_iter(text)
+        .filter_map(|caps| {
+            groups
+                .iter()
+                .find_map(|&g| caps.get_group(g))
+                .map(|s| s.range())
+        })
+        .collect()
+}
+
 /// Redacts matches only a normalised or decoded view shows (a secret spelt
 /// with fullwidth digits or split by zero-width spaces, a key inside a
 /// base64 blob: the whole blob goes).
@@ -30,11 +57,11 @@ fn redact_normalised(regex: &meta::Regex, validator: Option<Validator>, text: &m
     let mut ranges: Vec<(usize, usize)> = Vec::new();
     for view in views(text) {
         let (norm, map) = (view.text.as_str(), view.map.as_slice());
-        for m in regex.find_iter(norm) {
-            if m.is_empty() || validator.is_some_and(|v| !v.check(&norm[m.range()])) {
+        for m in secret_spans(regex, norm) {
+            if m.is_empty() || validator.is_some_and(|v| !v.check(&norm[m.clone()])) {
                 continue;
             }
-            ranges.push(source_range(map, m.start(), m.end(), text.len()));
+            ranges.push(source_range(map, m.start, m.end, text.len()));
         }
     }
     if ranges.is_empty() {
@@ -78,13 +105,13 @@ fn source_range(map: &[usize], start: usize, end: usize, len: usize) -> (usize, 
 fn redact_raw(regex: &meta::Regex, validator: Option<Validator>, text: &mut String) -> bool {
     let mut out = String::new();
     let mut last = 0;
-    for m in regex.find_iter(text.as_str()) {
-        if m.is_empty() || validator.is_some_and(|v| !v.check(&text[m.range()])) {
+    for m in secret_spans(regex, text) {
+        if m.is_empty() || validator.is_some_and(|v| !v.check(&text[m.clone()])) {
             continue;
         }
-        out.push_str(&text[last..m.start()]);
+        out.push_str(&text[last..m.start]);
         out.push_str(REDACTED);
-        last = m.end();
+        last = m.end;
     }
     if last == 0 {
         return false;
@@ -92,6 +119,63 @@ fn redact_raw(regex: &meta::Regex, validator: Option<Validator>, text: &mut Stri
     out.push_str(&text[last..]);
     *text = out;
     true
+}
+
+/// Rewrites the rest of a PEM private key whose lines were sent as separate
+/// array elements (`["-----BEGIN RSA PRIVATE KEY-----", "MIIE…", …]`): the
+/// header element is the one a pattern can see, so every element after it
+/// up to the END line is replaced as well. True when anything changed.
+pub fn redact_split_keys(event: &mut Event) -> bool {
+    let mut changed = false;
+    for v in [
+        &mut event.tool_args,
+        &mut event.tool_result,
+        &mut event.params,
+    ] {
+        changed |= split_keys_in(v);
+    }
+    changed
+}
+
+fn opens_key(s: &str) -> bool {
+    match s.rfind("-----BEGIN") {
+        Some(at) => s[at..].contains("PRIVATE KEY-----") && !s[at..].contains("-----END"),
+        None => false,
+    }
+}
+
+fn split_keys_in(v: &mut Value) -> bool {
+    match v {
+        Value::Array(items) => {
+            let mut changed = false;
+            let mut inside = false;
+            for item in items.iter_mut() {
+                match item {
+                    Value::String(s) if inside => {
+                        inside = !s.contains("-----END");
+                        if s != REDACTED {
+                            *s = REDACTED.to_string();
+                            changed = true;
+                        }
+                    }
+                    Value::String(s) => inside = opens_key(s),
+                    other => {
+                        inside = false;
+                        changed |= split_keys_in(other);
+                    }
+                }
+            }
+            changed
+        }
+        Value::Object(map) => {
+            let mut changed = false;
+            for child in map.values_mut() {
+                changed |= split_keys_in(child);
+            }
+            changed
+        }
+        _ => false,
+    }
 }
 
 /// Calls `f` on every string leaf of `event` that `field` is made of.
@@ -188,5 +272,27 @@ mod tests {
         let mut blob = "cfg QUtJQUFCQ0RFRkdISUpLTE1OT1AgeA== end".to_string();
         assert!(redact_text(&re, None, &mut blob));
         assert_eq!(blob, "cfg [REDACTED] end");
+        let mut split = Event::from_value(serde_json::json!({"stage": "tool.after",
+            "tool_result": {"lines": ["ok", "-----BEGIN RSA PRIVATE KEY-----", "MIIEow", "AAEC",
+                "-----END RSA PRIVATE KEY-----", "after"]}}))
+        .unwrap();
+        assert!(redact_split_keys(&mut split));
+        assert_eq!(
+            split.tool_result["lines"],
+            serde_json::json!([
+                "ok",
+                "-----BEGIN RSA PRIVATE KEY-----",
+                REDACTED,
+                REDACTED,
+                REDACTED,
+                "after"
+            ])
+        );
+        // Only the `secret` group is rewritten, not the context around it.
+        let quoted =
+            meta::Regex::new(r#"(?:key\s*=\s*"(?P<secret>\w{4,})"|tok:(?P<secret2>\d+))"#).unwrap();
+        let mut code = r#"key = "abcd1234"; tok:42 key = x"#.to_string();
+        assert!(redact_text(&quoted, None, &mut code));
+        assert_eq!(code, r#"key = "[REDACTED]"; tok:[REDACTED] key = x"#);
     }
 }

@@ -9,7 +9,7 @@ use crate::engine::{Engine, Verdict};
 use crate::event::Event;
 use crate::field::{Canonical, FieldRef, JsonRoot};
 use crate::prepared::PreparedEvent;
-use crate::redact::{for_each_source_mut, redact_text, REDACTED};
+use crate::redact::{for_each_source_mut, redact_split_keys, redact_text, REDACTED};
 use crate::settings::FailMode;
 use crate::tally::Tally;
 use serde::Serialize;
@@ -354,6 +354,9 @@ fn redact(
 ) -> (Option<String>, Option<Value>) {
     let program = engine.program();
     let mut rewritten = transformed.unwrap_or(&event.event).clone();
+    // Before the patterns rewrite the header that marks where a split key
+    // begins.
+    redact_split_keys(&mut rewritten);
     for &r in verdict.matched {
         let rule = &program.rules[r as usize];
         // A rule with transforms rewrites by them, not by its matches.
@@ -385,7 +388,7 @@ fn redact(
 /// ran, or because the verdict was not `redact`.
 pub fn mask_secrets(engine: &Engine, event: &mut Event) -> bool {
     let program = engine.program();
-    let mut changed = false;
+    let mut changed = redact_split_keys(event);
     for atom in redaction_atoms(engine) {
         let Some(re) = engine.span_regex(atom) else {
             continue;
