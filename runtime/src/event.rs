@@ -62,7 +62,9 @@ pub fn json_type(v: &Value) -> &'static str {
     }
 }
 
-const KNOWN: [&str; 13] = [
+/// Every field an event may have (any other is rejected); the API contract
+/// (`parallax docs api`) lists exactly these.
+pub const FIELDS: [&str; 13] = [
     "stage",
     "session_id",
     "channel",
@@ -116,7 +118,7 @@ impl Event {
             Value::Object(o) => o,
             other => return Err(EventError::NotObject(json_type(&other))),
         };
-        if let Some(k) = obj.keys().find(|k| !KNOWN.contains(&k.as_str())) {
+        if let Some(k) = obj.keys().find(|k| !FIELDS.contains(&k.as_str())) {
             return Err(EventError::UnknownField(k.clone()));
         }
         let stage = match obj.remove("stage") {

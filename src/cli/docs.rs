@@ -1,4 +1,5 @@
-//! `parallax docs rules`: print the rules catalogue.
+//! `parallax docs rules`: print the rules catalogue; `parallax docs api`:
+//! print the HTTP API's OpenAPI document (`crate::http::openapi`).
 
 use super::fail;
 use crate::{backend, rules_catalogue};
@@ -26,4 +27,9 @@ pub fn run(config: Option<PathBuf>) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+pub fn run_api() -> ExitCode {
+    print!("{}", crate::http::openapi::document_json());
+    ExitCode::SUCCESS
 }

@@ -104,7 +104,7 @@ pub enum Command {
         #[arg(long)]
         baked: bool,
     },
-    /// Generate documentation from the rules.
+    /// Generate documentation from the rules and the code.
     Docs {
         #[command(subcommand)]
         what: DocsCommand,
@@ -244,6 +244,8 @@ pub enum DocsCommand {
         #[arg(short, long)]
         config: Option<PathBuf>,
     },
+    /// The HTTP API's contract (docs/openapi.json): an OpenAPI 3.1 document.
+    Api,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -358,6 +360,9 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Docs {
             what: DocsCommand::Rules { config },
         } => docs::run(config),
+        Command::Docs {
+            what: DocsCommand::Api,
+        } => docs::run_api(),
     }
 }
 

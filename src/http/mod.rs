@@ -14,6 +14,7 @@ pub mod auth;
 pub mod body;
 pub mod evaluate;
 pub mod json_limits;
+pub mod openapi;
 pub mod response;
 pub mod router;
 pub mod slack;
