@@ -4,6 +4,7 @@
 //! - [`decision`]: the decision service every front door calls;
 //! - [`approvals`]: human approval of held calls (`action: approve`);
 //! - [`http`]: the HTTP API, a front door;
+//! - [`dashboard`]: the page at `/ui` and its data, beside the API;
 //! - [`proxy`]: the model-API proxy, a front door on the same listener;
 //! - [`hooks`]: agent frameworks' hooks (Claude Code, Codex), a front door;
 //! - [`setup`]: writing and removing those hooks in the agents' settings;
@@ -21,6 +22,7 @@ pub mod audit;
 pub mod backend;
 pub mod casework;
 pub mod cli;
+pub mod dashboard;
 pub mod decision;
 pub mod hooks;
 pub mod http;

@@ -39,9 +39,9 @@ pub struct Metrics {
     evaluation_failures: AtomicU64,
     /// (rule id, stage) -> hits.
     rule_hits: Mutex<BTreeMap<(String, &'static str), u64>>,
-    latency_buckets: [AtomicU64; LATENCY_BUCKETS.len()],
-    latency_count: AtomicU64,
-    latency_sum_ns: AtomicU64,
+    /// The evaluation-time histogram, one per front door (indexed by
+    /// [`Door::index`]); the unlabelled series is their sum.
+    latency: [Histogram; Door::ALL.len()],
     pub audit_queue_depth: AtomicU64,
     pub audit_lines_written: AtomicU64,
     pub audit_dropped: AtomicU64,
@@ -59,6 +59,57 @@ pub struct Metrics {
     pub approvals: [AtomicU64; 4],
     pub reloads_failed: AtomicU64,
     sources: Mutex<Vec<Arc<dyn MetricsSource>>>,
+}
+
+/// Upper bounds of the evaluation latency buckets, in seconds, in order
+/// (the last bucket, `+Inf`, is implied).
+pub fn latency_bounds() -> &'static [f64] {
+    &LATENCY_BUCKETS
+}
+
+/// One evaluation-time histogram.
+#[derive(Default)]
+struct Histogram {
+    buckets: [AtomicU64; LATENCY_BUCKETS.len()],
+    count: AtomicU64,
+    sum_ns: AtomicU64,
+}
+
+/// A histogram read at one moment: per-bucket (not cumulative) counts
+/// for the bounds of [`latency_bounds`], then the count past the last one.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct LatencySnapshot {
+    pub buckets: Vec<u64>,
+    pub over: u64,
+    pub count: u64,
+    pub sum_seconds: f64,
+}
+
+impl Histogram {
+    fn snapshot(&self) -> LatencySnapshot {
+        let buckets: Vec<u64> = self.buckets.iter().map(|b| b.load(Relaxed)).collect();
+        let count = self.count.load(Relaxed);
+        LatencySnapshot {
+            over: count.saturating_sub(buckets.iter().sum()),
+            buckets,
+            count,
+            sum_seconds: self.sum_ns.load(Relaxed) as f64 / 1e9,
+        }
+    }
+}
+
+impl LatencySnapshot {
+    fn add(&mut self, other: &LatencySnapshot) {
+        if self.buckets.len() < other.buckets.len() {
+            self.buckets.resize(other.buckets.len(), 0);
+        }
+        for (a, b) in self.buckets.iter_mut().zip(&other.buckets) {
+            *a += b;
+        }
+        self.over += other.over;
+        self.count += other.count;
+        self.sum_seconds += other.sum_seconds;
+    }
 }
 
 /// The actions a decision can return, in the order metrics list them.
@@ -131,12 +182,30 @@ impl Metrics {
             }
         }
         let secs = elapsed.as_secs_f64();
+        let h = &self.latency[door.index()];
         if let Some(i) = LATENCY_BUCKETS.iter().position(|b| secs <= *b) {
-            self.latency_buckets[i].fetch_add(1, Relaxed);
+            h.buckets[i].fetch_add(1, Relaxed);
         }
-        self.latency_count.fetch_add(1, Relaxed);
-        self.latency_sum_ns
+        h.count.fetch_add(1, Relaxed);
+        h.sum_ns
             .fetch_add(elapsed.as_nanos().min(u64::MAX as u128) as u64, Relaxed);
+    }
+
+    /// The evaluation-time histogram of each front door, as `/metrics`
+    /// exports it (the dashboard's latency view reads this).
+    pub fn latency_by_door(&self) -> Vec<(Door, LatencySnapshot)> {
+        Door::ALL
+            .iter()
+            .map(|&d| (d, self.latency[d.index()].snapshot()))
+            .collect()
+    }
+
+    /// Rule matches so far: (rule id, stage, count).
+    pub fn rule_hits(&self) -> Vec<(String, &'static str, u64)> {
+        self.rule_hits
+            .lock()
+            .map(|h| h.iter().map(|((r, s), n)| (r.clone(), *s, *n)).collect())
+            .unwrap_or_default()
     }
 
     pub fn evaluation_failed(&self) {
@@ -215,25 +284,22 @@ impl Metrics {
             "histogram",
             "Time from parsed request to verdict.",
         );
-        let mut cumulative = 0;
-        for (b, n) in LATENCY_BUCKETS.iter().zip(&self.latency_buckets) {
-            cumulative += n.load(Relaxed);
-            let _ = writeln!(
-                out,
-                "parallax_evaluation_seconds_bucket{{le=\"{b}\"}} {cumulative}"
-            );
+        let by_door = self.latency_by_door();
+        let mut total = LatencySnapshot::default();
+        for (_, h) in &by_door {
+            total.add(h);
         }
-        let count = self.latency_count.load(Relaxed);
-        let _ = writeln!(
-            out,
-            "parallax_evaluation_seconds_bucket{{le=\"+Inf\"}} {count}"
+        histogram(&mut out, "parallax_evaluation_seconds", "", &total);
+        header(
+            &mut out,
+            "parallax_door_evaluation_seconds",
+            "histogram",
+            "Time from parsed request to verdict, by front door (doors with no decision are left out).",
         );
-        let _ = writeln!(
-            out,
-            "parallax_evaluation_seconds_sum {}",
-            self.latency_sum_ns.load(Relaxed) as f64 / 1e9
-        );
-        let _ = writeln!(out, "parallax_evaluation_seconds_count {count}");
+        for (door, h) in by_door.iter().filter(|(_, h)| h.count > 0) {
+            let label = format!("door=\"{}\",", door.as_str());
+            histogram(&mut out, "parallax_door_evaluation_seconds", &label, h);
+        }
         let gauges: [(&str, &str, &AtomicU64); 2] = [
             (
                 "parallax_audit_queue_depth",
@@ -345,6 +411,26 @@ fn header(out: &mut String, name: &str, kind: &str, help: &str) {
     let _ = writeln!(out, "# TYPE {name} {kind}");
 }
 
+/// A histogram's `_bucket`, `_sum` and `_count` samples; `label` is
+/// empty or `name="value",`.
+fn histogram(out: &mut String, name: &str, label: &str, h: &LatencySnapshot) {
+    let mut cumulative = 0;
+    for (b, n) in LATENCY_BUCKETS.iter().zip(&h.buckets) {
+        cumulative += n;
+        let _ = writeln!(out, "{name}_bucket{{{label}le=\"{b}\"}} {cumulative}");
+    }
+    let _ = writeln!(out, "{name}_bucket{{{label}le=\"+Inf\"}} {}", h.count);
+    let braces = |l: &str| {
+        if l.is_empty() {
+            String::new()
+        } else {
+            format!("{{{}}}", l.trim_end_matches(','))
+        }
+    };
+    let _ = writeln!(out, "{name}_sum{} {}", braces(label), h.sum_seconds);
+    let _ = writeln!(out, "{name}_count{} {}", braces(label), h.count);
+}
+
 fn counter(out: &mut String, name: &str, help: &str, v: u64) {
     header(out, name, "counter", help);
     let _ = writeln!(out, "{name} {v}");
@@ -406,5 +492,17 @@ mod tests {
         assert!(text.contains("parallax_evaluation_seconds_bucket{le=\"0.1\"} 1\n"));
         assert!(text.contains("parallax_evaluation_seconds_bucket{le=\"+Inf\"} 2\n"));
         assert!(text.contains("parallax_evaluation_seconds_count 2\n"));
+        assert!(text
+            .contains("parallax_door_evaluation_seconds_bucket{door=\"http\",le=\"0.00005\"} 1\n"));
+        assert!(text.contains("parallax_door_evaluation_seconds_count{door=\"eval\"} 1\n"));
+        assert!(!text.contains("door=\"mcp\",le"), "idle doors are left out");
+        let http = &m.latency_by_door()[Door::Http.index()].1;
+        assert_eq!((http.count, http.over), (1, 0));
+        let eval = &m.latency_by_door()[Door::Eval.index()].1;
+        assert_eq!(
+            (eval.count, eval.over),
+            (1, 1),
+            "1 s is past the last bound"
+        );
     }
 }

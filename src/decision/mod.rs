@@ -22,6 +22,7 @@
 //! side-store, the audit log and the webhook, which are the binary's. The
 //! runtime stays the evaluator alone.
 
+pub mod feed;
 pub mod origin;
 pub mod reload;
 pub mod rules_in_force;
@@ -76,6 +77,8 @@ pub struct DecisionService {
     event_clock: bool,
     /// Approvals in SQLite; `None` while no rule asks for approval.
     approvals: Option<Approvals>,
+    /// Finished decisions for live viewers (the dashboard's stream).
+    feed: Arc<feed::Feed>,
 }
 
 /// An event between the compiled evaluators and the SQL rules.
@@ -135,6 +138,8 @@ impl DecisionService {
         } else {
             None
         };
+        let feed = Arc::new(feed::Feed::default());
+        metrics.add_source(feed.clone());
         Ok(DecisionService {
             current: ArcSwap::from_pointee(RulesInForce::new(engine)),
             settings,
@@ -146,6 +151,7 @@ impl DecisionService {
             clock,
             event_clock: false,
             approvals,
+            feed,
         })
     }
 
@@ -166,8 +172,14 @@ impl DecisionService {
         if let Some(a) = &mut self.approvals {
             a.set_metrics(metrics.clone());
         }
+        metrics.add_source(self.feed.clone());
         self.metrics = metrics;
         self
+    }
+
+    /// The live feed of finished decisions.
+    pub fn feed(&self) -> &Arc<feed::Feed> {
+        &self.feed
     }
 
     /// The approvals, when a rule asks for approval.
@@ -560,6 +572,11 @@ impl DecisionService {
             report: report.clone(),
             at: SystemTime::now(),
         };
+        // Live viewers get the audit's own entry (masked when they read
+        // it); with none connected this is one atomic load.
+        if self.feed.has_viewers() {
+            self.feed.publish(entry(event.clone()));
+        }
         match (to_audit, to_webhook) {
             (Some(a), Some(w)) => {
                 w.submit(entry(event.clone()));

@@ -19,6 +19,9 @@ use std::sync::Arc;
 pub struct Doors {
     /// The model-API proxy, when enabled.
     pub proxy: Option<Arc<Proxy>>,
+    /// The dashboard at `/ui` (it checks its own token: the page is public,
+    /// its data is not).
+    pub dashboard: crate::dashboard::Dashboard,
 }
 
 pub async fn handle(
@@ -57,6 +60,9 @@ pub async fn handle(
             "not_found",
             "no such endpoint".into(),
         ));
+    }
+    if crate::dashboard::is_dashboard_path(path) {
+        return Ok(crate::dashboard::route(req, &service, &doors.dashboard).await);
     }
     // Slack cannot send our token: its request signature is the auth,
     // checked before anything is acted on.
@@ -112,7 +118,7 @@ pub async fn handle(
             "not_found",
             format!(
                 "no such endpoint `{path}` (try POST /evaluate, GET /health, GET /metrics, \
-                 POST /admin/reload)"
+                 POST /admin/reload, GET /ui)"
             ),
         ),
     };
