@@ -439,3 +439,136 @@ fn callback_urls_default_to_the_servers_own_address() {
     assert_eq!(r.json()["status"], "denied");
     assert_eq!(status_of(s.addr, &id), "denied");
 }
+
+fn with_slack(s: &mut parallax::settings::Settings, api_base: String) {
+    let sl = &mut s.approvals.slack;
+    sl.bot_token = Some("xoxb-test-token".into());
+    sl.channel = Some("C0APPROVALS".into());
+    sl.signing_secret = Some(SIGNING_SECRET.into());
+    sl.api_base = api_base;
+    sl.approvers = [("U0ALICE".to_string(), "alice".to_string())]
+        .into_iter()
+        .collect();
+}
+
+fn approve_over_http(addr: std::net::SocketAddr, id: &str) {
+    let r = request(
+        addr,
+        "POST",
+        &format!("/approvals/{id}/approve"),
+        &[
+            ("Content-Type", "application/json"),
+            ("Authorization", "Bearer alice-token"),
+        ],
+        b"{}",
+    );
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+}
+
+fn metric(addr: std::net::SocketAddr, sample: &str) -> String {
+    let r = request(
+        addr,
+        "GET",
+        "/metrics",
+        &[("Authorization", &format!("Bearer {AGENT}"))],
+        b"",
+    );
+    let text = String::from_utf8_lossy(&r.body).to_string();
+    text.lines()
+        .find(|l| l.starts_with(sample))
+        .unwrap_or_else(|| panic!("no {sample} in /metrics:\n{text}"))
+        .to_string()
+}
+
+#[test]
+fn approvals_go_only_to_the_notifiers_their_rules_name() {
+    let dir = temp_dir("notify-routing");
+    let slack = FakeUpstream::start(
+        (0..4)
+            .map(|i| slack_ok(json!({"channel": "C0APPROVALS", "ts": format!("17.{i}")})))
+            .collect(),
+    );
+    let hook = FakeUpstream::start((0..4).map(|_| Canned::json(&json!({}))).collect());
+    let (api_base, url) = (slack.url(), format!("{}/hooks/approvals", hook.url()));
+    let s = server(&dir.join("approvals.db"), move |s| {
+        with_slack(s, api_base);
+        s.approvals.webhook_url = Some(url);
+        s.approvals.webhook_secret = Some(HOOK_SECRET.into());
+    });
+    // In order: Slack only; nobody (console); every notifier (no via).
+    for command in ["terraform apply -auto-approve", "kubectl delete ns prod", "pg_dump prod"] {
+        let v = evaluate_as_agent(s.addr, "/evaluate", &call(command));
+        assert_eq!(v["action"], "approve", "{v}");
+    }
+    // Each notifier works through its queue in order: once it has the last
+    // approval, it would have had the earlier ones it was meant to get.
+    let cards = wait_for(&slack, "/chat.postMessage", 2);
+    let hooks = wait_for(&hook, "/hooks/approvals", 1);
+    std::thread::sleep(Duration::from_millis(200));
+    let cards: Vec<String> = cards.iter().map(|c| c.json().to_string()).collect();
+    assert_eq!(slack.requests().len(), 2, "{cards:?}");
+    assert!(cards[0].contains("infra-apply"), "{}", cards[0]);
+    assert!(cards[1].contains("data-export"), "{}", cards[1]);
+    assert_eq!(hook.requests().len(), 1);
+    assert_eq!(hooks[0].json()["approval"]["rule_id"], "data-export");
+    // The approval says where it was asked.
+    let pending = request(
+        s.addr,
+        "GET",
+        "/approvals?status=pending",
+        &[("Authorization", &format!("Bearer {AGENT}"))],
+        b"",
+    )
+    .json();
+    let text = pending.to_string();
+    assert!(text.contains("cluster-delete"), "{text}");
+    assert_eq!(
+        metric(s.addr, "parallax_approval_notifications_total{notifier=\"slack\",outcome=\"sent\"}"),
+        "parallax_approval_notifications_total{notifier=\"slack\",outcome=\"sent\"} 2"
+    );
+    assert_eq!(
+        metric(s.addr, "parallax_approval_notifications_total{notifier=\"webhook\",outcome=\"sent\"}"),
+        "parallax_approval_notifications_total{notifier=\"webhook\",outcome=\"sent\"} 1"
+    );
+}
+
+#[test]
+fn a_card_posted_before_a_restart_is_updated_after_it() {
+    let dir = temp_dir("notify-card-restart");
+    let db = dir.join("approvals.db");
+    let before = FakeUpstream::start(vec![slack_ok(
+        json!({"channel": "C0APPROVALS", "ts": "1700000000.000777"}),
+    )]);
+    let api_base = before.url();
+    let s = server(&db, move |s| with_slack(s, api_base));
+    let v = evaluate_as_agent(s.addr, "/evaluate", &call("terraform apply"));
+    let id = v["approval"]["id"].as_str().unwrap().to_string();
+    wait_for(&before, "/chat.postMessage", 1);
+    s.stop();
+
+    // A new process, a new Slack address: the card is where the database
+    // says it is.
+    let after = FakeUpstream::start(vec![slack_ok(json!({}))]);
+    let api_base = after.url();
+    let s = server(&db, move |s| with_slack(s, api_base));
+    approve_over_http(s.addr, &id);
+    let updated = wait_for(&after, "/chat.update", 1);
+    let u = updated[0].json();
+    assert_eq!(u["channel"], "C0APPROVALS");
+    assert_eq!(u["ts"], "1700000000.000777");
+    assert!(u["text"].as_str().unwrap().contains("Approved by alice"), "{u}");
+}
+
+#[test]
+fn a_rule_routed_to_a_notifier_that_is_not_configured_stops_lint() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_parallax"))
+        .args(["lint", "-c", FIXTURE])
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("rule infra-apply: its approvals are asked via slack, but approvals.slack is not configured"),
+        "{err}"
+    );
+}

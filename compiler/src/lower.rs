@@ -351,6 +351,17 @@ fn finish(c: Common, defaults: Defaults<'_>, predicate: Predicate) -> Result<IrR
             c.action
         ));
     }
+    if let Some(bad) = c
+        .approval
+        .iter()
+        .flat_map(|a| a.via.iter())
+        .find(|v| !crate::policy::VIA_NAMES.contains(&v.as_str()))
+    {
+        return Err(format!(
+            "approval.via `{bad}`: an approval is asked via {}",
+            crate::policy::VIA_NAMES.join(", ")
+        ));
+    }
     let stages = match c.stages {
         Some(s) if s.is_empty() => return Err("`stages` must not be empty".into()),
         Some(s) => StageSet::of(&s),

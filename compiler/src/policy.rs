@@ -25,6 +25,23 @@ struct PolicyFile {
     default: Default_,
     #[serde(default)]
     description: Option<String>,
+    /// parlok's file-scoped internal domains: when present, what
+    /// `recipient.is_external` / `external_recipient` compare with for this
+    /// file's policies (instead of the config's `policy.internal_domains`).
+    #[serde(default)]
+    allowed_domains: Option<Vec<String>>,
+    /// parlok's file-scoped VIP list (instead of `policy.vip_recipients`).
+    #[serde(default)]
+    vip_recipients: Option<Vec<String>>,
+    /// parlok's own state database. Parallax keeps its state (approvals,
+    /// known recipients) in `approvals.state_path`; accepted so parlok's
+    /// files load; it has no effect (docs/POLICIES.md).
+    #[serde(default)]
+    state_db: Option<String>,
+    /// Named patterns: `enforce_template('name')` with one of these names
+    /// uses its pattern.
+    #[serde(default)]
+    templates: std::collections::BTreeMap<String, String>,
     policies: Vec<Policy>,
 }
 
@@ -78,15 +95,61 @@ struct Policy {
     decision: Decision,
     #[serde(default)]
     transforms: Option<Value>,
-    /// Where the approval is asked (`slack`, `webhook`): Parallax sends
-    /// every approval to the notifiers configured under `approvals:`; this
-    /// is kept in the rule's description.
+    /// Where the approval is asked ([`VIA_NAMES`]): becomes the rule's
+    /// `approval.via`, which routes the approval to those notifiers only.
     via: Option<OneOrMany>,
     reason: Option<String>,
     /// Approval terms for `decision: approve` (Parallax's `approval:`).
     approval: Option<Value>,
     /// Parallax's rule cases (`match:` / `no_match:` events).
     tests: Option<Value>,
+}
+
+/// Where an approval may be asked (`via:`): the configured notifiers, or
+/// `console`, no notifier at all (decided through the approvals API or the
+/// dashboard's inbox, as parlok's console prompt is answered by hand).
+pub const VIA_NAMES: [&str; 3] = ["slack", "webhook", "console"];
+
+/// parlok's `after_hours(tz, start_hour, end_hour)` names the *working*
+/// day (true outside it); Parallax's `after_hours(tz, 'HH:MM', 'HH:MM')`
+/// names the after-hours window. The integer form is rewritten to the
+/// window from the day's end to its start.
+fn translate_after_hours_hours(when: &str) -> Result<String, String> {
+    let mut out = String::new();
+    let mut rest = when;
+    while let Some(at) = rest.find("after_hours(") {
+        let open = at + "after_hours(".len();
+        out.push_str(&rest[..open]);
+        rest = &rest[open..];
+        let Some(close) = rest.find(')') else { break };
+        let args: Vec<&str> = rest[..close].split(',').map(str::trim).collect();
+        let hours: Option<Vec<u32>> = match args.as_slice() {
+            [_, s, e] => [s, e].iter().map(|a| a.parse::<u32>().ok()).collect(),
+            _ => None,
+        };
+        if let Some(h) = hours {
+            if h.iter().any(|h| *h > 24) {
+                return Err(format!("after_hours({}): hours are 0 to 24", &rest[..close]));
+            }
+            out.push_str(&format!(
+                "{}, '{:02}:00', '{:02}:00'",
+                args[0],
+                h[1] % 24,
+                h[0] % 24
+            ));
+            rest = &rest[close..];
+        }
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// A list literal for a `when` (a trigger's explicit argument).
+fn list_literal(items: &[String]) -> String {
+    format!(
+        "[{}]",
+        items.iter().map(|i| quote(i)).collect::<Vec<_>>().join(", ")
+    )
 }
 
 /// The rules of one policy file, as `policy` engine rule values.
@@ -96,7 +159,11 @@ pub fn load_file(path: &Path, stem: &str) -> Result<Vec<Value>, CompileError> {
         source,
     })?;
     let file: PolicyFile = yaml::from_str(&text).map_err(|m| CompileError::file(path, m))?;
-    let _ = &file.description;
+    let _ = (&file.description, &file.state_db);
+    let lists = FileLists {
+        internal: file.allowed_domains.as_deref().map(list_literal),
+        vips: file.vip_recipients.as_deref().map(list_literal),
+    };
     if file.version != 1 {
         return Err(CompileError::file(
             path,
@@ -146,9 +213,10 @@ pub fn load_file(path: &Path, stem: &str) -> Result<Vec<Value>, CompileError> {
         }
         parts.push(tool_name_test(adapter.as_deref(), action.as_deref()).map_err(fail)?);
         if let Some(w) = &p.when {
+            let when = translate_after_hours_hours(w).map_err(|m| fail(format!("when: {m}")))?;
             parts.push(format!(
                 "({})",
-                translate_when(w).map_err(|m| fail(format!("when: {m}")))?
+                translate_when_with(&when, &lists).map_err(|m| fail(format!("when: {m}")))?
             ));
         }
         let expr = parts.join(" && ");
@@ -168,6 +236,13 @@ pub fn load_file(path: &Path, stem: &str) -> Result<Vec<Value>, CompileError> {
         }
         if p.via.is_some() && p.decision != Decision::Approve {
             return Err(fail("`via` is for `approve` decisions".into()));
+        }
+        let via = p.via.as_ref().map(OneOrMany::items).unwrap_or_default();
+        if let Some(bad) = via.iter().find(|v| !VIA_NAMES.contains(&v.as_str())) {
+            return Err(fail(format!(
+                "via `{bad}`: an approval is asked via {}",
+                VIA_NAMES.join(", ")
+            )));
         }
         let mut m = Mapping::new();
         let mut put = |k: &str, v: Value| {
@@ -191,10 +266,13 @@ pub fn load_file(path: &Path, stem: &str) -> Result<Vec<Value>, CompileError> {
             put("reason", Value::String(r.clone()));
         }
         if let Some(t) = &p.transforms {
-            put("transforms", t.clone());
+            put(
+                "transforms",
+                named_templates(t, &file.templates).map_err(fail)?,
+            );
         }
-        if let Some(a) = &p.approval {
-            put("approval", a.clone());
+        if let Some(a) = approval_terms(p.approval.as_ref(), &via).map_err(fail)? {
+            put("approval", a);
         }
         if let Some(t) = &p.tests {
             put("tests", t.clone());
@@ -248,6 +326,70 @@ pub fn load_file(path: &Path, stem: &str) -> Result<Vec<Value>, CompileError> {
     Ok(rules)
 }
 
+/// A policy's `approval:` with its `via:` folded in (`approval.via`).
+fn approval_terms(approval: Option<&Value>, via: &[String]) -> Result<Option<Value>, String> {
+    if via.is_empty() {
+        return Ok(approval.cloned());
+    }
+    let mut m = match approval {
+        Some(Value::Mapping(m)) => m.clone(),
+        Some(_) => return Err("`approval` must be a mapping".into()),
+        None => Mapping::new(),
+    };
+    if m.contains_key("via") {
+        return Err("`via` is given twice: as the policy's `via` and in `approval.via`".into());
+    }
+    m.insert(
+        Value::String("via".into()),
+        Value::Sequence(via.iter().cloned().map(Value::String).collect()),
+    );
+    Ok(Some(Value::Mapping(m)))
+}
+
+/// `enforce_template('name')` where `name` is one of the file's
+/// `templates:` becomes `enforce_template('<its pattern>')`.
+fn named_templates(
+    transforms: &Value,
+    templates: &std::collections::BTreeMap<String, String>,
+) -> Result<Value, String> {
+    if templates.is_empty() {
+        return Ok(transforms.clone());
+    }
+    let expand = |spec: &str| -> String {
+        let inner = spec
+            .trim()
+            .strip_prefix("enforce_template(")
+            .and_then(|r| r.strip_suffix(')'))
+            .map(str::trim);
+        let name = inner.and_then(|a| {
+            a.strip_prefix('\'')
+                .and_then(|a| a.strip_suffix('\''))
+                .or_else(|| a.strip_prefix('"').and_then(|a| a.strip_suffix('"')))
+        });
+        match name.and_then(|n| templates.get(n)) {
+            Some(pattern) => format!("enforce_template({})", quote(pattern)),
+            None => spec.to_string(),
+        }
+    };
+    let one = |v: &Value| -> Value {
+        match v {
+            Value::String(s) => Value::String(expand(s)),
+            Value::Mapping(m) => {
+                let mut m = m.clone();
+                if let Some(Value::String(s)) = m.get("apply").cloned() {
+                    m.insert(Value::String("apply".into()), Value::String(expand(&s)));
+                }
+                Value::Mapping(m)
+            }
+            other => other.clone(),
+        }
+    };
+    Ok(match transforms {
+        Value::Sequence(items) => Value::Sequence(items.iter().map(one).collect()),
+        other => one(other),
+    })
+}
+
 fn quote(s: &str) -> String {
     format!("'{}'", s.replace('\\', "\\\\").replace('\'', "\\'"))
 }
@@ -295,7 +437,12 @@ const EVENT_FIELDS: [&str; 6] = [
     "stage",
 ];
 /// Triggers written without parentheses.
-const BARE_TRIGGERS: [&str; 3] = ["external_recipient", "vip_recipient", "financial_mention"];
+const BARE_TRIGGERS: [&str; 4] = [
+    "external_recipient",
+    "vip_recipient",
+    "financial_mention",
+    "first_time_recipient",
+];
 /// Triggers called with arguments.
 const CALL_TRIGGERS: [&str; 3] = ["contains_keywords", "after_hours", "bulk_send"];
 
@@ -305,19 +452,34 @@ const CALL_TRIGGERS: [&str; 3] = ["contains_keywords", "after_hours", "bulk_send
 /// `external_recipient()`, bare triggers get their `()`; comparisons,
 /// `in`, lists, strings and `.matches(...)` are CEL already.
 pub fn translate_when(when: &str) -> Result<String, String> {
+    translate_when_with(when, &FileLists::default())
+}
+
+/// A file's own `allowed_domains` / `vip_recipients`, as CEL list literals:
+/// when present, the recipient triggers of its policies compare with them.
+#[derive(Default)]
+struct FileLists {
+    internal: Option<String>,
+    vips: Option<String>,
+}
+
+fn translate_when_with(when: &str, lists: &FileLists) -> Result<String, String> {
     let chars: Vec<char> = when.chars().collect();
     let mut out = String::new();
     let mut i = 0;
     while i < chars.len() {
         let c = chars[i];
         if c == '\'' || c == '"' {
-            // Inside a string only the quote itself is escaped (`\'`), so
-            // regexes keep their backslashes; re-emitted as a CEL string.
+            // Inside a string, `\\` is one backslash and `\'` the quote,
+            // as parlok reads them (`'\\bdrop'` is the regex `\bdrop`); any
+            // other backslash is kept, so `'\d{4}'` stays the regex `\d{4}`
+            // (parlok keeps unknown escapes too). Re-emitted as a CEL string.
             let start = i;
             i += 1;
             let mut text = String::new();
             while i < chars.len() && chars[i] != c {
-                if chars[i] == '\\' && chars.get(i + 1) == Some(&c) {
+                if chars[i] == '\\' && matches!(chars.get(i + 1), Some(n) if *n == c || *n == '\\')
+                {
                     i += 1;
                 }
                 text.push(chars[i]);
@@ -341,7 +503,7 @@ pub fn translate_when(when: &str) -> Result<String, String> {
             let word = word.trim_end_matches('.');
             i = start + word.chars().count();
             let called = chars[i..].iter().find(|c| !c.is_whitespace()) == Some(&'(');
-            out.push_str(&translate_word(word, called)?);
+            out.push_str(&translate_word(word, called, lists)?);
             continue;
         }
         if c == '=' && chars.get(i + 1) != Some(&'=') && (i == 0 || !"=!<>".contains(chars[i - 1]))
@@ -354,14 +516,25 @@ pub fn translate_when(when: &str) -> Result<String, String> {
     Ok(out)
 }
 
-fn translate_word(word: &str, called: bool) -> Result<String, String> {
+fn translate_word(word: &str, called: bool, lists: &FileLists) -> Result<String, String> {
+    // A recipient trigger without arguments compares with the file's own
+    // list when it has one (else the compiler fills in the config's).
+    let with_list = |name: &str, list: &Option<String>| match list {
+        Some(l) => format!("{name}({l})"),
+        None => format!("{name}()"),
+    };
     match word {
         "and" => return Ok("&&".into()),
         "or" => return Ok("||".into()),
         "not" => return Ok("!".into()),
         "in" | "true" | "false" | "null" => return Ok(word.into()),
-        "recipient.is_external" => return Ok("external_recipient()".into()),
-        "recipient.is_vip" => return Ok("vip_recipient()".into()),
+        "recipient.is_external" => return Ok(with_list("external_recipient", &lists.internal)),
+        "recipient.is_vip" => return Ok(with_list("vip_recipient", &lists.vips)),
+        "recipient.is_first_time" => return Ok("first_time_recipient()".into()),
+        "external_recipient" if !called => {
+            return Ok(with_list("external_recipient", &lists.internal))
+        }
+        "vip_recipient" if !called => return Ok(with_list("vip_recipient", &lists.vips)),
         _ => {}
     }
     if !word.contains('.') {
@@ -430,5 +603,37 @@ mod tests {
             .unwrap_err()
             .contains("unknown name `password`"));
         assert!(translate_when("body = 'x'").is_err());
+    }
+
+    #[test]
+    fn reads_strings_and_after_hours_as_parlok_does() {
+        // `\\` is one backslash, other escapes are kept for the regex.
+        assert_eq!(
+            translate_when(r#"body.matches("(?i)\\bdrop\\s+\d")"#).unwrap(),
+            r"tool_args.body.matches('(?i)\\bdrop\\s+\\d')"
+        );
+        assert_eq!(
+            super::translate_after_hours_hours("after_hours('UTC', 9, 17) and x").unwrap(),
+            "after_hours('UTC', '17:00', '09:00') and x"
+        );
+        assert_eq!(
+            super::translate_after_hours_hours("after_hours('UTC', '18:00', '08:00')").unwrap(),
+            "after_hours('UTC', '18:00', '08:00')"
+        );
+        assert!(super::translate_after_hours_hours("after_hours('UTC', 9, 25)").is_err());
+        let lists = super::FileLists {
+            internal: Some("['a.test']".into()),
+            vips: None,
+        };
+        assert_eq!(
+            super::translate_when_with(
+                "recipient.is_external or external_recipient or recipient.is_vip \
+                 or recipient.is_first_time",
+                &lists
+            )
+            .unwrap(),
+            "external_recipient(['a.test']) || external_recipient(['a.test']) || vip_recipient() \
+             || first_time_recipient()"
+        );
     }
 }

@@ -86,9 +86,25 @@ pub struct PreparedEvent {
     /// stable), so scanning can look them up without allocating.
     variants: HashMap<(usize, usize), Vec<String>>,
     executable: Vec<String>,
+    /// Which of the call's recipients were written to before (keys as
+    /// `triggers::recipient_key` makes them), when the decision service
+    /// looked them up; `None`: nobody looked (see
+    /// `triggers::first_time_recipient`). Set by the server, never read
+    /// from the event, so a client cannot claim a recipient is known.
+    known_recipients: Option<Vec<String>>,
 }
 
 impl PreparedEvent {
+    /// Says which of the call's recipients are known (written to before in
+    /// its scope); see `triggers::first_time_recipient`.
+    pub fn set_known_recipients(&mut self, known: Vec<String>) {
+        self.known_recipients = Some(known);
+    }
+
+    pub fn known_recipients(&self) -> Option<&[String]> {
+        self.known_recipients.as_deref()
+    }
+
     pub fn new(event: Event) -> PreparedEvent {
         let mut p = PreparedEvent {
             command: Vec::new(),
@@ -99,6 +115,7 @@ impl PreparedEvent {
             query: Vec::new(),
             variants: HashMap::new(),
             executable: Vec::new(),
+            known_recipients: None,
             event,
         };
         p.derive();

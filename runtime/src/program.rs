@@ -187,6 +187,11 @@ pub struct ApprovalSpec {
     /// What an expired approval resolves to.
     #[serde(default)]
     pub on_timeout: TimeoutOutcome,
+    /// Which notifiers are told (`slack`, `webhook`; `console`: none, the
+    /// approval is decided through the API or the dashboard); empty: every
+    /// configured notifier.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub via: Vec<String>,
 }
 
 /// What an approval nobody decided in time resolves to.

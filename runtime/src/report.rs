@@ -145,8 +145,20 @@ impl Report {
         let program = engine.program();
         let mut tally = Tally::default();
         let mut results = Vec::with_capacity(verdict.matched.len() + conclusion.late.len());
+        // Rewrite transforms of matched rules (applied whatever the final
+        // action, to know which rewrites change nothing).
+        let rewrite = crate::transform::rewrite(engine, &event.event, verdict.matched);
+        let unchanged = |r: u32| rewrite.as_ref().is_some_and(|rw| rw.unchanged.contains(&r));
         for &r in verdict.matched {
             let rule = &program.rules[r as usize];
+            if unchanged(r) {
+                tally.add(Action::Allow, rule.monitor);
+                let mut result = rule_result(engine, r, None, None);
+                result.action = Action::Allow;
+                result.reason = format!("{} (nothing to rewrite)", result.reason);
+                results.push(result);
+                continue;
+            }
             tally.add(rule.action, rule.monitor);
             let matched = if rule.action == Action::Redact {
                 Some(REDACTED.to_string())
@@ -177,9 +189,7 @@ impl Report {
             let reason = late.reason.clone().unwrap_or_else(|| rule.title.clone());
             results.push(rule_result(engine, late.rule, None, Some(reason)));
         }
-        // Rewrite transforms of matched rules; a value failing a rule's
-        // `enforce_template` makes that rule block.
-        let rewrite = crate::transform::rewrite(engine, &event.event, verdict.matched);
+        // A value failing a rule's `enforce_template` makes that rule block.
         for &r in rewrite.iter().flat_map(|rw| &rw.violations) {
             let rule = &program.rules[r as usize];
             tally.add(Action::Block, rule.monitor);

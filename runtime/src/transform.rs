@@ -113,6 +113,11 @@ pub struct Rewrite {
     /// Rules (indexes into `Program::rules`) whose `enforce_template` a
     /// value failed: the event is refused.
     pub violations: Vec<u32>,
+    /// `redact` rules (a policy's `rewrite`) whose transforms found nothing
+    /// to change: the call goes on as it was, so such a rule counts as an
+    /// `allow` (parlok's outbound message with nothing to redact is
+    /// allowed, not "rewritten" into itself).
+    pub unchanged: Vec<u32>,
 }
 
 /// Applies, in chain order, the transforms of every matched enforcing rule
@@ -134,11 +139,16 @@ pub fn rewrite(engine: &Engine, event: &Event, matched: &[u32]) -> Option<Rewrit
         let rw = out.get_or_insert_with(|| Rewrite {
             event: event.clone(),
             violations: Vec::new(),
+            unchanged: Vec::new(),
         });
+        let before = (rule.action == Action::Redact).then(|| rw.event.clone());
         for t in &rule.transforms {
             if !apply(engine, t, &mut rw.event) && !rw.violations.contains(&r) {
                 rw.violations.push(r);
             }
+        }
+        if before.as_ref() == Some(&rw.event) && !rw.violations.contains(&r) {
+            rw.unchanged.push(r);
         }
     }
     out

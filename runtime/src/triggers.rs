@@ -15,7 +15,7 @@ use std::sync::OnceLock;
 
 /// The trigger functions and their CEL signatures, for the checker:
 /// (name, argument types as CEL type names, result type).
-pub const SIGNATURES: [(&str, &[&str], &str); 8] = [
+pub const SIGNATURES: [(&str, &[&str], &str); 9] = [
     ("external_recipient", &["list(string)"], "bool"),
     ("vip_recipient", &["list(string)"], "bool"),
     ("contains_keywords", &["list(string)"], "bool"),
@@ -24,9 +24,10 @@ pub const SIGNATURES: [(&str, &[&str], &str); 8] = [
     ("bulk_send", &["int"], "bool"),
     ("recipient_count", &[], "int"),
     ("is_external_address", &["string", "list(string)"], "bool"),
+    ("first_time_recipient", &[], "bool"),
 ];
 
-const FINANCIAL: &str = r"(?i)(?:[$€£¥]\s?\d|\b\d[\d,.]*\s?(?:usd|eur|gbp|chf|dollars?|euros?)\b|\b(?:invoices?|wire transfer|bank transfer|payments?|refunds?|iban|swift|bic|routing number|account number|revenue|payroll|purchase order|quarterly results|earnings)\b)";
+const FINANCIAL: &str = r"(?i)(?:[$€£¥]\s?\d|\b(?:usd|eur|gbp|chf)\s?\d|\b\d[\d,.]*\s?(?:usd|eur|gbp|chf|dollars?|euros?)\b|\b(?:invoices?|wire transfer|bank transfer|payments?|refunds?|iban|swift|bic|routing number|account number|revenue|payroll|purchase order|quarterly results|earnings)\b)";
 
 /// Calls trigger `function`; `None` when it is not a trigger.
 pub fn call(
@@ -53,7 +54,13 @@ pub fn call(
         }),
         ("financial_mention", []) => {
             static RE: OnceLock<Option<meta::Regex>> = OnceLock::new();
+            // parlok counts a call that carries an amount as financial.
+            let amount = matches!(
+                metadata(event).and_then(|m| m.get("amount")),
+                Some(v) if !v.is_null()
+            );
             match RE.get_or_init(|| meta::Regex::new(FINANCIAL).ok()) {
+                Some(_) if amount => Ok(true),
                 Some(re) => Ok(re.is_match(message(event).as_str())),
                 None => Err(EvalError::Invalid("financial_mention pattern")),
             }
@@ -62,7 +69,9 @@ pub fn call(
             after_hours_at(event.event.timestamp, tz, start, end)
                 .map_err(|_| EvalError::Invalid("after_hours: bad time zone or time"))
         }
-        ("bulk_send", [Value::Int(n)]) => Ok(recipients(event).len() as i64 >= *n),
+        // More than `n`, as parlok counts it.
+        ("bulk_send", [Value::Int(n)]) => Ok(recipients(event).len() as i64 > *n),
+        ("first_time_recipient", []) => Ok(first_time_recipient(event)),
         ("recipient_count", []) => return Some(Ok(Value::Int(recipients(event).len() as i64))),
         _ => return None,
     };
@@ -82,13 +91,49 @@ fn strings(v: &Value) -> Result<Vec<String>, EvalError> {
     }
 }
 
+/// Whether a recipient of the call has not been written to before, in the
+/// call's scope (its user, else its session) and adapter. The decision
+/// service looks the call's recipients up in the state database and
+/// says which are known ([`PreparedEvent::set_known_recipients`]); where
+/// nobody looked (`parallax test`, a hook deciding without the server),
+/// every recipient counts as new, as parlok does without its state store:
+/// the trigger errs towards asking.
+pub fn first_time_recipient(event: &PreparedEvent) -> bool {
+    let known = event.known_recipients();
+    recipients(event)
+        .iter()
+        .any(|r| !known.is_some_and(|k| k.iter().any(|k| k == &recipient_key(r))))
+}
+
+/// A recipient as the known-recipients memory compares it: trimmed, lower
+/// case, without `mailto:`.
+pub fn recipient_key(r: &str) -> String {
+    r.trim().trim_start_matches("mailto:").to_lowercase()
+}
+
+/// The adapter of a parlok-shaped call: `tool_name` up to its first dot.
+pub fn adapter(event: &PreparedEvent) -> Option<&str> {
+    event
+        .event
+        .tool_name
+        .as_deref()
+        .and_then(|t| t.split_once('.'))
+        .map(|(a, _)| a)
+}
+
+fn metadata(event: &PreparedEvent) -> Option<&serde_json::Map<String, Json>> {
+    event.event.tool_args.get("metadata").and_then(Json::as_object)
+}
+
 /// The call's recipients: `tool_args.recipient` (or `recipients`), a
-/// string (split at `,` and `;`) or a list of strings.
+/// string (split at `,` and `;`) or a list of strings, and parlok's
+/// `metadata.recipients`; each once.
 pub fn recipients(event: &PreparedEvent) -> Vec<String> {
     let args = &event.event.tool_args;
-    let mut out = Vec::new();
-    for key in ["recipient", "recipients"] {
-        match args.get(key) {
+    let mut out: Vec<String> = Vec::new();
+    let meta = metadata(event).and_then(|m| m.get("recipients"));
+    for value in [args.get("recipient"), args.get("recipients"), meta] {
+        match value {
             Some(Json::String(s)) => out.extend(
                 s.split([',', ';'])
                     .map(str::trim)
@@ -106,6 +151,8 @@ pub fn recipients(event: &PreparedEvent) -> Vec<String> {
             _ => {}
         }
     }
+    let mut seen = std::collections::HashSet::new();
+    out.retain(|r| seen.insert(recipient_key(r)));
     out
 }
 

@@ -14,6 +14,7 @@
 //! authenticates with their own token (`approvals.approver_tokens`): the
 //! agent's token cannot approve its own call.
 
+pub mod known_recipients;
 pub mod notify;
 pub mod store;
 
@@ -59,13 +60,15 @@ pub enum DecideError {
 }
 
 pub struct Approvals {
-    store: Mutex<ApprovalStore>,
+    /// Shared with the notifiers, which keep where a Slack card is.
+    store: Arc<Mutex<ApprovalStore>>,
     changed: Notify,
     pub settings: ApprovalsSettings,
     metrics: Arc<Metrics>,
     counter: AtomicU64,
     /// The webhook and Slack notifiers, when configured ([`notify`]).
     notifiers: Option<notify::Notifiers>,
+    notify_counts: Arc<notify::Counts>,
 }
 
 impl Approvals {
@@ -73,13 +76,20 @@ impl Approvals {
         settings: &ApprovalsSettings,
         metrics: Arc<Metrics>,
     ) -> Result<Approvals, StoreError> {
+        let store = Arc::new(Mutex::new(ApprovalStore::open(&settings.path)?));
+        let notify_counts = Arc::new(notify::Counts::default());
+        let notifiers = notify::Notifiers::start(settings, store.clone(), notify_counts.clone());
+        if notifiers.is_some() {
+            metrics.add_source(notify_counts.clone());
+        }
         Ok(Approvals {
-            store: Mutex::new(ApprovalStore::open(&settings.path)?),
+            store,
             changed: Notify::new(),
             settings: settings.clone(),
             metrics,
             counter: AtomicU64::new(0),
-            notifiers: notify::Notifiers::start(settings),
+            notifiers,
+            notify_counts,
         })
     }
 
@@ -106,7 +116,34 @@ impl Approvals {
 
     /// Uses `metrics` from now on (the server's, shared with the rest).
     pub fn set_metrics(&mut self, metrics: Arc<Metrics>) {
+        if self.notifiers.is_some() {
+            metrics.add_source(self.notify_counts.clone());
+        }
         self.metrics = metrics;
+    }
+
+    /// The known-recipient keys of `event`'s recipients
+    /// ([`known_recipients::key`]) paired with whether each is known. An
+    /// unreadable database is logged and counts every recipient as new,
+    /// so the trigger errs towards asking.
+    pub fn known_recipients(&self, keys: &[String]) -> Vec<bool> {
+        match self.with_store(|s| s.known_recipients(keys)) {
+            Ok(v) => v,
+            Err(e) => {
+                tracing::error!(error = %e, "cannot read the known recipients");
+                vec![false; keys.len()]
+            }
+        }
+    }
+
+    /// Remembers `keys` (a call to them went ahead).
+    pub fn remember_recipients(&self, keys: &[String]) {
+        if keys.is_empty() {
+            return;
+        }
+        if let Err(e) = self.with_store(|s| s.remember_recipients(keys, now())) {
+            tracing::error!(error = %e, "cannot record the call's recipients as known");
+        }
     }
 
     fn with_store<R>(&self, f: impl FnOnce(&ApprovalStore) -> R) -> R {
@@ -185,6 +222,9 @@ impl Approvals {
         let ids = self.with_store(|s| s.expire_due(now()))?;
         for id in &ids {
             if let Some(a) = self.get(id)? {
+                if a.outcome.as_deref() == Some("allow") {
+                    self.remember_recipients(&a.recipient_keys);
+                }
                 self.transition(&a, "expired", audit);
             }
         }
@@ -226,6 +266,9 @@ impl Approvals {
         if !won {
             // Someone else decided, or the deadline passed, in between.
             return Err(DecideError::Closed(Box::new(a)));
+        }
+        if a.status == Status::Approved {
+            self.remember_recipients(&a.recipient_keys);
         }
         self.transition(&a, a.status.as_str(), audit);
         Ok(a)

@@ -19,8 +19,18 @@
 //!   buttons (`chat.postMessage`) on `created`; any later transition, a
 //!   click or not, updates it (`chat.update`) with the outcome. The clicks
 //!   come back through `POST /slack/interactions` (`crate::http::slack`).
+//!   Where a card was posted is kept with the approval in the database, so
+//!   it is still updated after a restart.
+//!
+//! An approval goes to the notifiers its rules name (`approval.via`, a
+//! policy's `via:`), or to every configured one when they name none;
+//! `via: console` alone tells nobody (the approval is decided through the
+//! API or the dashboard). `parallax_approval_notifications_total{notifier,
+//! outcome}` counts what was sent, what failed after its retries and what
+//! a full queue dropped.
 
-use super::{rfc3339, ticket, Approval, Status};
+use super::{rfc3339, ticket, Approval, ApprovalStore, Status};
+use crate::metrics::MetricsSource;
 use crate::settings::ApprovalsSettings;
 use crate::webhook::{self, OutboundClient, Queue, RetryPolicy, Submitted};
 use bytes::Bytes;
@@ -32,6 +42,7 @@ use serde_json::{json, Value};
 use sha2::Sha256;
 use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 use subtle::ConstantTimeEq;
@@ -57,14 +68,58 @@ struct Card {
     ts: String,
 }
 
+/// The notifiers, in the order of [`Counts`]' rows.
+const NOTIFIERS: [&str; 2] = ["webhook", "slack"];
+/// What became of a notification, in the order of [`Counts`]' columns.
+const OUTCOMES: [&str; 3] = ["sent", "failed", "dropped"];
+
+/// Notifications by notifier and outcome, exported on `/metrics`.
+#[derive(Default)]
+pub struct Counts([[AtomicU64; 3]; 2]);
+
+impl Counts {
+    fn add(&self, notifier: usize, outcome: usize) {
+        self.0[notifier][outcome].fetch_add(1, Relaxed);
+    }
+}
+
+impl MetricsSource for Counts {
+    fn render(&self, out: &mut String) {
+        use std::fmt::Write;
+        let _ = writeln!(
+            out,
+            "# HELP parallax_approval_notifications_total Approval notifications by notifier: \
+             sent, failed after their retries, dropped by a full queue."
+        );
+        let _ = writeln!(out, "# TYPE parallax_approval_notifications_total counter");
+        for (n, name) in NOTIFIERS.iter().enumerate() {
+            for (o, outcome) in OUTCOMES.iter().enumerate() {
+                let _ = writeln!(
+                    out,
+                    "parallax_approval_notifications_total{{notifier=\"{name}\",outcome=\"{outcome}\"}} {}",
+                    self.0[n][o].load(Relaxed)
+                );
+            }
+        }
+    }
+}
+
+/// Whether approval `a` is to be sent to `notifier`.
+fn routed_to(a: &Approval, notifier: &str) -> bool {
+    a.via.is_empty() || a.via.iter().any(|v| v == notifier)
+}
+
 struct Shared {
     settings: ApprovalsSettings,
+    /// The approvals database, where a posted card's location is kept.
+    store: Arc<Mutex<ApprovalStore>>,
+    counts: Arc<Counts>,
     client: OutboundClient,
     /// The address the server listens on: the callbacks' base unless
     /// `approvals.public_url` says otherwise.
     local_url: OnceLock<String>,
-    /// Posted cards by approval id (in memory: after a restart, a card is
-    /// still updated when it is clicked, the click saying where it is).
+    /// Posted cards by approval id, as cached here; the database has them
+    /// too (`slack_channel`, `slack_ts`), for after a restart.
     cards: Mutex<HashMap<String, Card>>,
 }
 
@@ -79,7 +134,11 @@ impl Notifiers {
     /// runtime; `None` when none is configured, or there is no runtime (a
     /// one-shot command: nothing to notify from), or the TLS client cannot
     /// be set up (logged: approvals still work, by polling).
-    pub fn start(settings: &ApprovalsSettings) -> Option<Notifiers> {
+    pub fn start(
+        settings: &ApprovalsSettings,
+        store: Arc<Mutex<ApprovalStore>>,
+        counts: Arc<Counts>,
+    ) -> Option<Notifiers> {
         let webhook_on = settings.webhook_url.is_some();
         let slack_on = settings.slack.configured();
         if !webhook_on && !slack_on {
@@ -99,6 +158,8 @@ impl Notifiers {
         let shared = Arc::new(Shared {
             settings: settings.clone(),
             client,
+            store,
+            counts,
             local_url: OnceLock::new(),
             cards: Mutex::new(HashMap::new()),
         });
@@ -125,15 +186,23 @@ impl Notifiers {
     }
 
     /// Queues `what` (created, approved, denied, expired) of `a` for each
-    /// notifier; dropped with a warning when a queue is full.
+    /// notifier it is routed to; dropped with a warning when a queue is
+    /// full.
     pub fn notify(&self, a: &Approval, what: &str) {
-        for (name, q) in [("webhook", &self.webhook), ("slack", &self.slack)] {
+        for (i, (name, q)) in [("webhook", &self.webhook), ("slack", &self.slack)]
+            .into_iter()
+            .enumerate()
+        {
             let Some(q) = q else { continue };
+            if !routed_to(a, name) {
+                continue;
+            }
             let notice = Notice {
                 approval: a.clone(),
                 transition: what.to_string(),
             };
             if q.submit(notice) == Submitted::Full {
+                self.shared.counts.add(i, 2);
                 tracing::warn!(
                     id = %a.id, notifier = name, transition = what,
                     "approval notification dropped: queue full (approvals.notify_queue_size)"
@@ -149,6 +218,7 @@ impl Notifiers {
 
     /// Where the Slack card of approval `id` is (from a click on it).
     pub fn remember_card(&self, id: &str, channel: &str, ts: &str) {
+        self.shared.keep_card(id, channel, ts);
         if let Ok(mut cards) = self.shared.cards.lock() {
             cards.insert(
                 id.to_string(),
@@ -316,10 +386,25 @@ impl Shared {
         let body = Bytes::from(self.webhook_body(n).to_string());
         let secret = self.settings.webhook_secret.as_deref();
         let make = || Some(webhook::signed_post(&uri, secret, body.clone()));
-        if let Err(why) = webhook::post_with_retries(&self.client, make, self.policy(), || {}).await
-        {
-            tracing::warn!(id = %n.approval.id, transition = %n.transition, %why,
-                "approval webhook notification not delivered");
+        match webhook::post_with_retries(&self.client, make, self.policy(), || {}).await {
+            Ok(_) => self.counts.add(0, 0),
+            Err(why) => {
+                self.counts.add(0, 1);
+                tracing::warn!(id = %n.approval.id, transition = %n.transition, %why,
+                    "approval webhook notification not delivered");
+            }
+        }
+    }
+
+    /// Writes where approval `id`'s card is to the database (logged when
+    /// it cannot: the in-memory copy still serves until a restart).
+    fn keep_card(&self, id: &str, channel: &str, ts: &str) {
+        let guard = match self.store.lock() {
+            Ok(g) => g,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if let Err(e) = guard.set_slack_card(id, channel, ts) {
+            tracing::warn!(%id, error = %e, "where the approval's Slack card is was not saved");
         }
     }
 
@@ -369,29 +454,40 @@ impl Shared {
             body["channel"] = json!(channel);
             match self.slack_call("chat.postMessage", &body).await {
                 Ok(v) => {
+                    self.counts.add(1, 0);
                     let card = Card {
                         channel: v["channel"].as_str().unwrap_or(&channel).to_string(),
                         ts: v["ts"].as_str().unwrap_or_default().to_string(),
                     };
+                    self.keep_card(&a.id, &card.channel, &card.ts);
                     if let Ok(mut cards) = self.cards.lock() {
                         cards.insert(a.id.clone(), card);
                     }
                 }
                 Err(why) => {
+                    self.counts.add(1, 1);
                     tracing::warn!(id = %a.id, %why, "approval Slack card not posted");
                 }
             }
             return;
         }
-        let card_at = self.cards.lock().ok().and_then(|mut c| c.remove(&a.id));
-        let Some(at) = card_at else {
+        let cached = self.cards.lock().ok().and_then(|mut c| c.remove(&a.id));
+        let saved = a
+            .slack_card
+            .clone()
+            .map(|(channel, ts)| Card { channel, ts });
+        let Some(at) = cached.or(saved) else {
             return;
         };
         let mut body = outcome_card(a);
         body["channel"] = json!(at.channel);
         body["ts"] = json!(at.ts);
-        if let Err(why) = self.slack_call("chat.update", &body).await {
-            tracing::warn!(id = %a.id, %why, "approval Slack card not updated");
+        match self.slack_call("chat.update", &body).await {
+            Ok(_) => self.counts.add(1, 0),
+            Err(why) => {
+                self.counts.add(1, 1);
+                tracing::warn!(id = %a.id, %why, "approval Slack card not updated");
+            }
         }
     }
 }

@@ -73,6 +73,17 @@ pub struct Approval {
     pub approved_action: Action,
     #[serde(skip)]
     pub approved_event: Option<Value>,
+    /// The notifiers the rules asked for (`slack`, `webhook`, `console`);
+    /// empty: every configured notifier.
+    pub via: Vec<String>,
+    /// Where its Slack card was posted (channel, message ts), to update it
+    /// with the outcome, also after a restart.
+    #[serde(skip)]
+    pub slack_card: Option<(String, String)>,
+    /// The known-recipient keys to remember once the call is approved
+    /// ([`super::known_recipients`]).
+    #[serde(skip)]
+    pub recipient_keys: Vec<String>,
 }
 
 /// What a new approval is made of.
@@ -88,6 +99,8 @@ pub struct NewApproval {
     pub session_id: Option<String>,
     pub approved_action: Action,
     pub approved_event: Option<Value>,
+    pub via: Vec<String>,
+    pub recipient_keys: Vec<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -123,7 +136,21 @@ CREATE TABLE IF NOT EXISTS approvals (
     approved_event TEXT
 );
 CREATE INDEX IF NOT EXISTS approvals_pending ON approvals (status, expires_at);
+CREATE TABLE IF NOT EXISTS known_recipients (
+    key TEXT PRIMARY KEY,
+    first_seen REAL NOT NULL
+) WITHOUT ROWID;
 ";
+
+/// Columns added after the first release, with their definitions: a
+/// database made by an older build gets them on open (`ALTER TABLE`), so
+/// its pending approvals keep working.
+const ADDED_COLUMNS: [(&str, &str); 4] = [
+    ("via", "TEXT NOT NULL DEFAULT '[]'"),
+    ("slack_channel", "TEXT"),
+    ("slack_ts", "TEXT"),
+    ("recipient_keys", "TEXT NOT NULL DEFAULT '[]'"),
+];
 
 pub struct ApprovalStore {
     conn: Connection,
@@ -165,14 +192,61 @@ impl ApprovalStore {
                 path: path.to_string(),
                 source,
             })?;
+        Self::add_missing_columns(&conn).map_err(|source| StoreError::Open {
+            path: path.to_string(),
+            source,
+        })?;
         Ok(ApprovalStore { conn })
+    }
+
+    fn add_missing_columns(conn: &Connection) -> rusqlite::Result<()> {
+        let mut st = conn.prepare("SELECT name FROM pragma_table_info('approvals')")?;
+        let have: Vec<String> = st
+            .query_map([], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        for (name, def) in ADDED_COLUMNS {
+            if !have.iter().any(|h| h == name) {
+                conn.execute_batch(&format!("ALTER TABLE approvals ADD COLUMN {name} {def}"))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Which of `keys` are in the known-recipients memory.
+    pub fn known_recipients(&self, keys: &[String]) -> Result<Vec<bool>, StoreError> {
+        let mut st = self
+            .conn
+            .prepare_cached("SELECT 1 FROM known_recipients WHERE key = ?1")?;
+        keys.iter().map(|k| Ok(st.exists(params![k])?)).collect()
+    }
+
+    /// Adds `keys` to the known-recipients memory (those already there keep
+    /// their first sighting).
+    pub fn remember_recipients(&self, keys: &[String], at: f64) -> Result<(), StoreError> {
+        let mut st = self.conn.prepare_cached(
+            "INSERT OR IGNORE INTO known_recipients (key, first_seen) VALUES (?1, ?2)",
+        )?;
+        for k in keys {
+            st.execute(params![k, at])?;
+        }
+        Ok(())
+    }
+
+    /// Records where approval `id`'s Slack card is.
+    pub fn set_slack_card(&self, id: &str, channel: &str, ts: &str) -> Result<(), StoreError> {
+        self.conn.execute(
+            "UPDATE approvals SET slack_channel = ?2, slack_ts = ?3 WHERE id = ?1",
+            params![id, channel, ts],
+        )?;
+        Ok(())
     }
 
     pub fn insert(&self, a: &NewApproval) -> Result<(), StoreError> {
         self.conn.execute(
             "INSERT INTO approvals (id, status, created_at, expires_at, rule_ids, reason,
-                 approvers, on_timeout, event, session_id, approved_action, approved_event)
-             VALUES (?1, 'pending', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                 approvers, on_timeout, event, session_id, approved_action, approved_event,
+                 via, recipient_keys)
+             VALUES (?1, 'pending', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
             params![
                 a.id,
                 a.created_at,
@@ -185,6 +259,8 @@ impl ApprovalStore {
                 a.session_id,
                 a.approved_action.as_str(),
                 a.approved_event.as_ref().map(Value::to_string),
+                json(&a.via),
+                json(&a.recipient_keys),
             ],
         )?;
         Ok(())
@@ -208,12 +284,16 @@ impl ApprovalStore {
             outcome: r.get(13)?,
             approved_action: r.get(14)?,
             approved_event: r.get(15)?,
+            via: r.get(16)?,
+            slack_channel: r.get(17)?,
+            slack_ts: r.get(18)?,
+            recipient_keys: r.get(19)?,
         })
     }
 
     const COLUMNS: &'static str = "id, status, created_at, expires_at, rule_ids, reason, \
         approvers, on_timeout, event, session_id, decided_by, decided_at, comment, outcome, \
-        approved_action, approved_event";
+        approved_action, approved_event, via, slack_channel, slack_ts, recipient_keys";
 
     pub fn get(&self, id: &str) -> Result<Option<Approval>, StoreError> {
         let sql = format!("SELECT {} FROM approvals WHERE id = ?1", Self::COLUMNS);
@@ -312,6 +392,10 @@ struct RawRow {
     outcome: Option<String>,
     approved_action: String,
     approved_event: Option<String>,
+    via: String,
+    slack_channel: Option<String>,
+    slack_ts: Option<String>,
+    recipient_keys: String,
 }
 
 impl RawRow {
@@ -344,7 +428,61 @@ impl RawRow {
                 Some(t) => Some(serde_json::from_str(t).map_err(|_| bad("approved_event"))?),
                 None => None,
             },
+            via: serde_json::from_str(&self.via).map_err(|_| bad("via"))?,
+            slack_card: self.slack_channel.clone().zip(self.slack_ts.clone()),
+            recipient_keys: serde_json::from_str(&self.recipient_keys)
+                .map_err(|_| bad("recipient_keys"))?,
             id: self.id,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A database an older build made (no `via`, no card, no recipient
+    /// keys) opens, and its pending approval reads with the defaults.
+    #[test]
+    fn an_older_database_gets_the_new_columns() {
+        let dir = std::env::temp_dir().join(format!("parallax-store-migrate-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("old.db");
+        {
+            let conn = Connection::open(&path).unwrap();
+            let old_schema = SCHEMA
+                .split("CREATE TABLE IF NOT EXISTS known_recipients")
+                .next()
+                .unwrap();
+            conn.execute_batch(old_schema).unwrap();
+            conn.execute(
+                "INSERT INTO approvals (id, status, created_at, expires_at, rule_ids, reason,
+                     approvers, on_timeout, event, approved_action)
+                 VALUES ('apr_old', 'pending', 1.0, 9e9, '[\"r\"]', 'why', '[]', 'deny', '{}', 'allow')",
+                [],
+            )
+            .unwrap();
+        }
+        let store = ApprovalStore::open(path.to_str().unwrap()).unwrap();
+        let a = store.get("apr_old").unwrap().expect("kept");
+        assert_eq!(a.status, Status::Pending);
+        assert!(a.via.is_empty() && a.recipient_keys.is_empty() && a.slack_card.is_none());
+        store.set_slack_card("apr_old", "C1", "1.2").unwrap();
+        let a = store.get("apr_old").unwrap().unwrap();
+        assert_eq!(a.slack_card, Some(("C1".into(), "1.2".into())));
+        // Opening again adds nothing twice.
+        drop(store);
+        ApprovalStore::open(path.to_str().unwrap()).unwrap();
+    }
+
+    #[test]
+    fn known_recipients_are_remembered_once() {
+        let store = ApprovalStore::open(":memory:").unwrap();
+        let keys = vec!["a".to_string(), "b".to_string()];
+        assert_eq!(store.known_recipients(&keys).unwrap(), [false, false]);
+        store.remember_recipients(&keys[..1], 1.0).unwrap();
+        store.remember_recipients(&keys[..1], 2.0).unwrap();
+        assert_eq!(store.known_recipients(&keys).unwrap(), [true, false]);
     }
 }

@@ -18,18 +18,15 @@ pub fn run(config: Option<PathBuf>) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    if let Err(problems) = crate::settings::read(&rules.settings) {
-        for p in &problems {
-            eprintln!("error: {}: {p}", path.display());
-        }
-        eprintln!(
-            "parallax: {} error(s) in {}",
-            problems.len(),
-            path.display()
-        );
-        return ExitCode::FAILURE;
-    }
+    let settings = match crate::settings::read(&rules.settings) {
+        Ok(s) => s,
+        Err(problems) => return report_problems(&path, &problems),
+    };
     let compiled = parallax_compiler::plan::compile(&rules, &parallax_compiler::Limits::default());
+    let via = crate::settings::checks::via_problems(&settings, &compiled.program);
+    if !via.is_empty() {
+        return report_problems(&path, &via);
+    }
     println!("{}", path.display());
     for w in &rules.warnings {
         println!("warning: {w}");
@@ -84,6 +81,18 @@ pub fn run(config: Option<PathBuf>) -> ExitCode {
         baked
     );
     ExitCode::SUCCESS
+}
+
+fn report_problems(path: &std::path::Path, problems: &[String]) -> ExitCode {
+    for p in problems {
+        eprintln!("error: {}: {p}", path.display());
+    }
+    eprintln!(
+        "parallax: {} error(s) in {}",
+        problems.len(),
+        path.display()
+    );
+    ExitCode::FAILURE
 }
 
 /// `parallax lint --sigma DIR`: one line per rule that fails, a summary of

@@ -58,6 +58,11 @@ pub fn run(opts: Options) -> ExitCode {
     if let Some(p) = crate::settings::checks::problems(&settings).first() {
         return fail(p);
     }
+    if let Some(p) =
+        crate::settings::checks::via_problems(&settings, loaded.engine.program()).first()
+    {
+        return fail(p);
+    }
     settings.server.monitor |= opts.monitor;
     settings.proxy.enabled |= opts.mode == Mode::Proxy;
     let runtime = match tokio::runtime::Builder::new_multi_thread()

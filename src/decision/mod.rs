@@ -27,7 +27,7 @@ pub mod origin;
 pub mod reload;
 pub mod rules_in_force;
 
-use crate::approvals::{self, Approval, Approvals, NewApproval, Status};
+use crate::approvals::{self, known_recipients, Approval, Approvals, NewApproval, Status};
 use crate::audit::{AuditEntry, AuditLog};
 use crate::metrics::Metrics;
 use crate::settings::Settings;
@@ -278,7 +278,10 @@ impl DecisionService {
             event.session_id.clone_from(&origin.session_id);
         }
         let current = self.current.load_full();
-        let prepared = PreparedEvent::new(event);
+        let mut prepared = PreparedEvent::new(event);
+        if current.recipient_memory {
+            self.look_up_recipients(&mut prepared);
+        }
         let with_store = self.store.load().is_some();
         let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
             let mut scratch = current.take_scratch();
@@ -385,8 +388,55 @@ impl DecisionService {
         if report.failure.is_some() {
             self.metrics.evaluation_failed();
         }
+        if current.recipient_memory && !self.event_clock {
+            self.remember_recipients(&prepared, &report);
+        }
         self.record(&current.engine, prepared.event, origin, &report, started);
         report
+    }
+
+    /// Tells the evaluation which of a tool call's recipients are known
+    /// (the `first_time_recipient` trigger); without an approvals database
+    /// (a replay) nobody looks and every recipient counts as new.
+    fn look_up_recipients(&self, prepared: &mut PreparedEvent) {
+        if prepared.event.stage != parallax_runtime::Stage::ToolBefore {
+            return;
+        }
+        let Some(approvals) = &self.approvals else {
+            return;
+        };
+        let pairs = known_recipients::of(prepared);
+        if pairs.is_empty() {
+            return;
+        }
+        let keys: Vec<String> = pairs.iter().map(|(_, k)| k.clone()).collect();
+        let known = approvals.known_recipients(&keys);
+        let names = pairs
+            .into_iter()
+            .zip(known)
+            .filter(|(_, known)| *known)
+            .map(|((name, _), _)| name)
+            .collect();
+        prepared.set_known_recipients(names);
+    }
+
+    /// A tool call that goes ahead now (allowed, detected, rewritten) makes
+    /// its recipients known; a held one does when it is approved
+    /// ([`Approvals::decide`]), a blocked one never.
+    fn remember_recipients(&self, prepared: &PreparedEvent, report: &Report) {
+        if prepared.event.stage != parallax_runtime::Stage::ToolBefore
+            || report.action > Action::Redact
+            || report.failure.is_some()
+        {
+            return;
+        }
+        if let Some(approvals) = &self.approvals {
+            let keys: Vec<String> = known_recipients::of(prepared)
+                .into_iter()
+                .map(|(_, k)| k)
+                .collect();
+            approvals.remember_recipients(&keys);
+        }
     }
 
     /// An `approve` verdict: the approval is recorded (pending) and named
@@ -456,6 +506,25 @@ impl DecisionService {
             session_id: event.session_id.clone(),
             approved_action,
             approved_event: report.held_rewrite.take(),
+            via: {
+                // Every notifier unless each asking rule names where.
+                let mut via: Vec<String> = specs.iter().flat_map(|s| s.via.clone()).collect();
+                if specs.len() < asking.len() || specs.iter().any(|s| s.via.is_empty()) {
+                    via.clear();
+                }
+                via.sort();
+                via.dedup();
+                via
+            },
+            recipient_keys: if self.current.load().recipient_memory {
+                let prepared = PreparedEvent::new(event.clone());
+                known_recipients::of(&prepared)
+                    .into_iter()
+                    .map(|(_, k)| k)
+                    .collect()
+            } else {
+                Vec::new()
+            },
         };
         match approvals.create(new, self.audit.as_ref()) {
             Ok(a) => {

@@ -79,6 +79,10 @@ impl DecisionService {
                 path.display()
             );
         }
+        let via = crate::settings::checks::via_problems(&self.settings, loaded.engine.program());
+        if !via.is_empty() {
+            return Err(ReloadError::Compile(via.join("; ")));
+        }
         let previous = self.engine().program().fingerprint.clone();
         self.reload_store(loaded.engine.program())?;
         let next = RulesInForce::new(loaded.engine);

@@ -6,6 +6,9 @@ use std::sync::{Arc, Mutex};
 
 pub struct RulesInForce {
     pub engine: Arc<Engine>,
+    /// Whether a rule calls `first_time_recipient`: only then are a call's
+    /// recipients looked up in, and added to, the known-recipients memory.
+    pub recipient_memory: bool,
     /// Scratch memory for this engine, reused across requests: an
     /// evaluation then allocates nothing in the engine itself.
     scratch: Mutex<Vec<Scratch>>,
@@ -14,6 +17,11 @@ pub struct RulesInForce {
 impl RulesInForce {
     pub fn new(engine: Engine) -> RulesInForce {
         RulesInForce {
+            recipient_memory: engine
+                .program()
+                .cel
+                .iter()
+                .any(|c| c.source.contains("first_time_recipient")),
             engine: Arc::new(engine),
             scratch: Mutex::new(Vec::new()),
         }

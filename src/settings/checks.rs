@@ -103,6 +103,30 @@ pub fn problems(s: &Settings) -> Vec<String> {
     out
 }
 
+/// Rules whose approvals name a notifier (`approval.via`, a policy's
+/// `via:`) that `approvals:` does not configure: such an approval would
+/// reach nobody and expire, so it is an error at start-up and in `lint`.
+pub fn via_problems(s: &Settings, program: &parallax_runtime::Program) -> Vec<String> {
+    let a = &s.approvals;
+    let configured = |n: &str| match n {
+        "slack" => a.slack.configured(),
+        "webhook" => a.webhook_url.is_some(),
+        _ => true,
+    };
+    let mut out = Vec::new();
+    for rule in &program.rules {
+        let Some(spec) = &rule.approval else { continue };
+        for v in spec.via.iter().filter(|v| !configured(v)) {
+            out.push(format!(
+                "rule {}: its approvals are asked via {v}, but approvals.{} is not configured",
+                rule.id,
+                if v == "slack" { "slack" } else { "webhook_url" }
+            ));
+        }
+    }
+    out
+}
+
 /// The approvals' webhook and Slack settings.
 fn approval_notifier_problems(a: &crate::settings::ApprovalsSettings) -> Vec<String> {
     let mut out = Vec::new();
