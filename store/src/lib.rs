@@ -10,6 +10,7 @@
 pub mod clock;
 pub mod condition;
 pub mod request;
+pub mod routing;
 pub mod rule;
 pub mod schema;
 pub mod service;
@@ -18,6 +19,7 @@ pub mod template;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use request::{late_matches, EventRow, SqlHit, StoreRequest};
+pub use routing::{Route, SqlRouting};
 pub use rule::{check_rule, compile_rule, query_plan, Param, SqlRuleCode};
 pub use service::StoreHandle;
 pub use store::{Store, StoreError};

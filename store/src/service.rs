@@ -19,10 +19,19 @@ use tokio::sync::{mpsc, oneshot};
 /// beyond this, which bounds memory under a burst.
 const QUEUE: usize = 4096;
 
+/// Most events in one transaction (group commit). A batch also ends
+/// whenever the thread runs out of work and parks, so under light traffic
+/// each event is committed within [`SPIN`] of its answer, and under heavy
+/// traffic SQLite opens and commits one transaction per this many events
+/// instead of one per statement.
+const BATCH: usize = 256;
+
 type Reply<T> = oneshot::Sender<Result<T, StoreError>>;
 
 enum Job {
-    Process(Box<StoreRequest>, Reply<Vec<SqlHit>>),
+    /// An event to record (and judge, when its request says so); no reply
+    /// when the caller does not wait ([`StoreHandle::record`]).
+    Process(Box<StoreRequest>, Option<Reply<Vec<SqlHit>>>),
     RowCount(Reply<u64>),
     LoadRules(Box<Program>, Reply<()>),
 }
@@ -42,9 +51,16 @@ impl StoreHandle {
             .name("parallax-store".into())
             .spawn(move || {
                 let mut turns = Turns::default();
+                let mut batch = 0usize;
                 loop {
                     if turns.is_empty() {
-                        match next_job(&mut rx) {
+                        // The open batch is committed before the thread
+                        // parks, never while more work is arriving.
+                        let job = next_job(&mut rx, || {
+                            store.end_batch();
+                            batch = 0;
+                        });
+                        match job {
                             Some(job) => turns.push(job),
                             None => break,
                         }
@@ -59,9 +75,18 @@ impl StoreHandle {
                         }
                     }
                     if let Some(job) = turns.pop() {
+                        if batch == 0 {
+                            store.begin_batch();
+                        }
                         run(&mut store, job);
+                        batch += 1;
+                        if batch >= BATCH {
+                            store.end_batch();
+                            batch = 0;
+                        }
                     }
                 }
+                store.end_batch();
             })?;
         Ok(StoreHandle {
             tx: Some(tx),
@@ -77,7 +102,7 @@ impl StoreHandle {
     pub async fn process(&self, req: StoreRequest) -> Result<Vec<SqlHit>, StoreError> {
         let (reply, rx) = oneshot::channel();
         self.sender()?
-            .send(Job::Process(Box::new(req), reply))
+            .send(Job::Process(Box::new(req), Some(reply)))
             .await
             .map_err(|_| StoreError::Closed)?;
         rx.await.map_err(|_| StoreError::Closed)?
@@ -88,9 +113,27 @@ impl StoreHandle {
     pub fn process_blocking(&self, req: StoreRequest) -> Result<Vec<SqlHit>, StoreError> {
         let (reply, rx) = oneshot::channel();
         self.sender()?
-            .blocking_send(Job::Process(Box::new(req), reply))
+            .blocking_send(Job::Process(Box::new(req), Some(reply)))
             .map_err(|_| StoreError::Closed)?;
         blocking_reply(rx)
+    }
+
+    /// Queues the event to be recorded without waiting for it (an event no
+    /// SQL rule judges, see [`crate::Route::Record`]). Waits only while the
+    /// queue is full. The session's later events are served after it, so
+    /// they see its row.
+    pub async fn record(&self, req: StoreRequest) -> Result<(), StoreError> {
+        self.sender()?
+            .send(Job::Process(Box::new(req), None))
+            .await
+            .map_err(|_| StoreError::Closed)
+    }
+
+    /// [`StoreHandle::record`] for synchronous callers.
+    pub fn record_blocking(&self, req: StoreRequest) -> Result<(), StoreError> {
+        self.sender()?
+            .blocking_send(Job::Process(Box::new(req), None))
+            .map_err(|_| StoreError::Closed)
     }
 
     /// Replaces the SQL rules with `program`'s (a reload), keeping the
@@ -116,8 +159,13 @@ impl StoreHandle {
 
 fn run(store: &mut Store, job: Job) {
     match job {
-        Job::Process(req, reply) => {
+        Job::Process(req, Some(reply)) => {
             let _ = reply.send(store.process(&req));
+        }
+        Job::Process(req, None) => {
+            if let Err(e) = store.process(&req) {
+                tracing::error!(error = %e, "cannot record an event in the side-store");
+            }
         }
         Job::RowCount(reply) => {
             let _ = reply.send(store.row_count());
@@ -198,16 +246,24 @@ impl Turns {
 /// next request arrives well within this, so the thread never parks.
 const SPIN: std::time::Duration = std::time::Duration::from_micros(50);
 
-fn next_job(rx: &mut mpsc::Receiver<Job>) -> Option<Job> {
+/// The next job, polling for [`SPIN`] first; `before_parking` runs once
+/// if none came by then (it commits the open batch).
+fn next_job(rx: &mut mpsc::Receiver<Job>, before_parking: impl FnOnce()) -> Option<Job> {
     let started = std::time::Instant::now();
     loop {
         match rx.try_recv() {
             Ok(job) => return Some(job),
-            Err(mpsc::error::TryRecvError::Disconnected) => return None,
+            Err(mpsc::error::TryRecvError::Disconnected) => {
+                before_parking();
+                return None;
+            }
             Err(mpsc::error::TryRecvError::Empty) if started.elapsed() < SPIN => {
                 std::hint::spin_loop()
             }
-            Err(mpsc::error::TryRecvError::Empty) => return rx.blocking_recv(),
+            Err(mpsc::error::TryRecvError::Empty) => {
+                before_parking();
+                return rx.blocking_recv();
+            }
         }
     }
 }
@@ -264,7 +320,7 @@ mod tests {
             run_rules: true,
             now: None,
         };
-        Job::Process(Box::new(req), oneshot::channel().0)
+        Job::Process(Box::new(req), Some(oneshot::channel().0))
     }
 
     /// (session, n) of the popped event, or None for the barrier.

@@ -193,6 +193,31 @@ impl Store {
         Ok(())
     }
 
+    /// Opens a transaction for the events that follow (group commit, see
+    /// [`crate::service`]): SQLite then takes its lock and writes its
+    /// journal once per batch instead of once per statement. Queries on
+    /// this connection see the batch's rows at once; other connections
+    /// to a state file see them at [`Store::end_batch`]. Does nothing when
+    /// one is open already.
+    pub fn begin_batch(&mut self) {
+        if self.conn.is_autocommit() {
+            if let Err(e) = self.conn.execute_batch("BEGIN") {
+                tracing::error!(error = %e, "side-store: cannot open a batch");
+            }
+        }
+    }
+
+    /// Commits the open batch, if any. A failed commit loses the batch's
+    /// rows (their answers were already given); it is logged.
+    pub fn end_batch(&mut self) {
+        if !self.conn.is_autocommit() {
+            if let Err(e) = self.conn.execute_batch("COMMIT") {
+                tracing::error!(error = %e, "side-store: cannot commit a batch");
+                let _ = self.conn.execute_batch("ROLLBACK");
+            }
+        }
+    }
+
     /// Records one event and runs the SQL rules for it.
     ///
     /// The event is inserted first, so the queries see it (a rate rule's
