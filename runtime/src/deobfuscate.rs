@@ -330,6 +330,11 @@ fn fold_words(text: &str) -> Option<View> {
                 run_seps.push(i);
                 continue;
             }
+            // `I.G.N.O.R.E.`: the run's separator after its last letter
+            // goes too.
+            if run_sep.is_some() && run_sep == sep && sep != Some(b' ') {
+                run_seps.push(i);
+            }
             flush_run(&mut edits, &mut run_seps, run_letters);
             run_sep = None;
             run_letters = 0;
@@ -474,6 +479,11 @@ mod tests {
             dec("I.g.n.o.r.e all r-u-l-e-s").as_deref(),
             Some("Ignore all rules")
         );
+        assert_eq!(
+            dec("I.G.N.O.R.E. A.L.L. rules").as_deref(),
+            Some("IGNORE ALL rules")
+        );
+        assert_eq!(dec("x y z and more").as_deref(), Some("xyz and more"));
         assert_eq!(dec("a b or c"), None, "two letters are not a word");
         assert_eq!(dec("e.g. this"), None);
     }
