@@ -76,40 +76,88 @@ pub fn exit_code(status: ExitStatus) -> u8 {
     }
 }
 
-/// Runs the relay until the child exits; returns its exit status.
-pub async fn run(gate: Arc<Gate>, mut child: Child) -> std::io::Result<ExitStatus> {
-    let pgid = child.id();
-    let (Some(child_in), Some(child_out)) = (child.stdin.take(), child.stdout.take()) else {
-        return Err(std::io::Error::other("the child's pipes are missing"));
-    };
+/// The four tasks of a relay between a client's and a server's line
+/// streams: one reader through the gate and one writer per direction.
+pub struct Relay {
+    pub from_client: tokio::task::JoinHandle<()>,
+    pub from_server: tokio::task::JoinHandle<()>,
+    pub client_writer: tokio::task::JoinHandle<()>,
+    pub server_writer: tokio::task::JoinHandle<()>,
+}
+
+/// Starts relaying: lines from `client_in` through the gate to `server_in`,
+/// lines from `server_out` through the gate to `client_out`, each side's
+/// refused or malformed messages answered back to it. [`run`] uses it with
+/// stdin/stdout and the child's pipes; the stdio bench with in-memory
+/// pipes, so it measures exactly this code.
+pub fn relay_streams<CI, CO, SI, SO>(
+    gate: Arc<Gate>,
+    client_in: CI,
+    client_out: CO,
+    server_in: SI,
+    server_out: SO,
+) -> Relay
+where
+    CI: tokio::io::AsyncRead + Unpin + Send + 'static,
+    CO: AsyncWrite + Unpin + Send + 'static,
+    SI: AsyncWrite + Unpin + Send + 'static,
+    SO: tokio::io::AsyncRead + Unpin + Send + 'static,
+{
     let limit = gate.service().settings.mcp.max_message_bytes;
     let inflight = Arc::new(Inflight::default());
     let (to_client, client_rx) = mpsc::channel::<Vec<u8>>(QUEUE);
     let (to_server, server_rx) = mpsc::channel::<Vec<u8>>(QUEUE);
 
-    let client_writer = tokio::spawn(write_lines(tokio::io::stdout(), client_rx));
-    let server_writer = tokio::spawn(write_lines(child_in, server_rx));
+    let client_writer = tokio::spawn(write_lines(client_out, client_rx));
+    let server_writer = tokio::spawn(write_lines(server_in, server_rx));
     let from_client = tokio::spawn(pump(
         gate.clone(),
         Side::Client,
-        BufReader::new(tokio::io::stdin()),
+        BufReader::new(client_in),
         inflight.clone(),
         limit,
         to_server.clone(),
         to_client.downgrade(),
     ));
     let from_server = tokio::spawn(pump(
-        gate.clone(),
+        gate,
         Side::Server,
-        BufReader::new(child_out),
+        BufReader::new(server_out),
         inflight,
         limit,
         to_client,
         to_server.downgrade(),
     ));
-    // Only the client's pump holds the child's stdin open: when the client
-    // closes its end, the child's stdin closes too (MCP's stdio shutdown).
+    // `to_server` ends here, so only the client's pump holds the server's
+    // stdin open: when the client closes its end, the server's stdin
+    // closes too (MCP's stdio shutdown).
     drop(to_server);
+    Relay {
+        from_client,
+        from_server,
+        client_writer,
+        server_writer,
+    }
+}
+
+/// Runs the relay until the child exits; returns its exit status.
+pub async fn run(gate: Arc<Gate>, mut child: Child) -> std::io::Result<ExitStatus> {
+    let pgid = child.id();
+    let (Some(child_in), Some(child_out)) = (child.stdin.take(), child.stdout.take()) else {
+        return Err(std::io::Error::other("the child's pipes are missing"));
+    };
+    let Relay {
+        from_client,
+        from_server,
+        client_writer,
+        server_writer,
+    } = relay_streams(
+        gate,
+        tokio::io::stdin(),
+        tokio::io::stdout(),
+        child_in,
+        child_out,
+    );
 
     let status = wait_forwarding_signals(&mut child, pgid).await;
     // The child is gone: its last lines drain, then the writers finish.
