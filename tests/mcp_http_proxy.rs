@@ -141,7 +141,10 @@ fn the_token_is_required_and_never_forwarded() {
     assert_eq!(r.json()["result"]["content"][0]["text"], "hi");
     let sent = upstream.requests();
     assert_eq!(sent.len(), 1);
-    assert_eq!(sent[0].header("authorization"), Some("Bearer server-own-key"));
+    assert_eq!(
+        sent[0].header("authorization"),
+        Some("Bearer server-own-key")
+    );
     assert_eq!(sent[0].header("x-parallax-token"), None);
 }
 
