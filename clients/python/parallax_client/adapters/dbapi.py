@@ -11,19 +11,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..adapter import Adapter
+from ..adapter import Adapter, T
 from ..decision import Decision
 from ..errors import Denied
 from ..toolcall import ToolCall
 
 
-class SqlAdapter(Adapter[Any]):
+class SqlAdapter(Adapter[T]):
     """``fw.wrap(SqlAdapter(psycopg.connect(...).cursor()))``."""
 
     name = "postgres"
     methods = frozenset({"execute", "executemany"})
 
-    def __init__(self, target: Any, *, name: str | None = None) -> None:
+    def __init__(self, target: T, *, name: str | None = None) -> None:
         super().__init__(target)
         if name:
             self.name = name  # type: ignore[misc]

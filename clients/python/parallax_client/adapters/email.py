@@ -17,7 +17,7 @@ from email.message import EmailMessage, Message
 from email.utils import getaddresses
 from typing import Any
 
-from ..adapter import Adapter
+from ..adapter import Adapter, T
 from ..toolcall import ToolCall
 
 
@@ -46,7 +46,7 @@ def _recipients(msg: EmailMessage, to_addrs: Any) -> list[str]:
     return [addr for _, addr in getaddresses(fields) if addr]
 
 
-class EmailAdapter(Adapter[Any]):
+class EmailAdapter(Adapter[T]):
     """``fw.wrap(EmailAdapter(smtplib.SMTP(host, port)))``."""
 
     name = "email"

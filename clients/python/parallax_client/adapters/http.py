@@ -15,7 +15,7 @@ import json
 import urllib.parse
 from typing import Any, Mapping
 
-from ..adapter import Adapter
+from ..adapter import Adapter, T
 from ..toolcall import ToolCall
 
 VERBS = ("get", "head", "options", "post", "put", "patch", "delete")
@@ -43,14 +43,14 @@ def _body_text(key: str, value: Any) -> str | None:
     return None
 
 
-class HttpAdapter(Adapter[Any]):
+class HttpAdapter(Adapter[T]):
     """``fw.wrap(HttpAdapter(httpx.Client()))``; ``name`` may be changed
     (``HttpAdapter(client, name="crm")`` makes ``crm.post`` calls)."""
 
     name = "http"
     methods = frozenset({*VERBS, "request"})
 
-    def __init__(self, target: Any, *, name: str | None = None) -> None:
+    def __init__(self, target: T, *, name: str | None = None) -> None:
         super().__init__(target)
         if name:
             self.name = name  # type: ignore[misc]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..adapter import Adapter
+from ..adapter import Adapter, T
 from ..toolcall import ToolCall
 
 MESSAGE_METHODS = frozenset(
@@ -42,7 +42,7 @@ def _block_texts(value: Any) -> list[str]:
     return found
 
 
-class SlackAdapter(Adapter[Any]):
+class SlackAdapter(Adapter[T]):
     """``fw.wrap(SlackAdapter(WebClient(token=...)))``."""
 
     name = "slack"
