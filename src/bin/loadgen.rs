@@ -20,6 +20,8 @@
 mod budgets;
 #[path = "../../benches/support/events.rs"]
 mod events;
+#[path = "../../benches/support/mix.rs"]
+mod mix;
 
 use bytes::Bytes;
 use clap::Parser;
@@ -68,6 +70,10 @@ struct Args {
     /// Worker threads of each in-process server runtime.
     #[arg(long, default_value_t = 2)]
     server_threads: usize,
+    /// Print N events of the realistic mix (benches/support/mix.rs) as
+    /// JSONL and exit, for `parallax eval` measurements.
+    #[arg(long, value_name = "N")]
+    write_mix: Option<usize>,
 }
 
 /// A server running on its own runtime thread until dropped.
@@ -373,6 +379,9 @@ fn memory(pid: u32) -> Option<(u64, u64)> {
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    if let Some(n) = args.write_mix {
+        return write_mix(n);
+    }
     if args.duration == 0 || args.duration > 600 || args.warmup > 60 {
         eprintln!("loadgen: --duration must be 1..=600 seconds and --warmup at most 60");
         return ExitCode::FAILURE;
@@ -388,6 +397,21 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `--write-mix N`: 20 sessions, from a fixed start time.
+fn write_mix(n: usize) -> ExitCode {
+    use std::io::Write;
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    for e in mix::realistic_mix(n, 20, 1_800_000_000.0) {
+        if writeln!(out, "{e}").is_err() {
+            return ExitCode::FAILURE;
+        }
+    }
+    if out.flush().is_err() {
+        return ExitCode::FAILURE;
+    }
+    ExitCode::SUCCESS
 }
 
 fn run(args: &Args) -> Result<(), String> {

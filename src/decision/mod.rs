@@ -22,6 +22,7 @@
 //! side-store, the audit log and the webhook, which are the binary's. The
 //! runtime stays the evaluator alone.
 
+pub mod deadline;
 pub mod feed;
 pub mod origin;
 pub mod reload;
@@ -39,7 +40,7 @@ use parallax_runtime::{
     PreparedEvent, Report,
 };
 use parallax_store::{
-    late_matches, Clock, SqlHit, StoreError, StoreHandle, StoreRequest, SystemClock,
+    late_matches, Clock, Route, SqlHit, StoreError, StoreHandle, StoreRequest, SystemClock,
 };
 pub use reload::{ReloadError, ReloadSource, Reloaded};
 use rules_in_force::RulesInForce;
@@ -77,6 +78,10 @@ pub struct DecisionService {
     event_clock: bool,
     /// Approvals in SQLite; `None` while no rule asks for approval.
     approvals: Option<Approvals>,
+    /// Send the side-store only the events its SQL rules can see, and wait
+    /// only for the ones they judge (`parallax_store::routing`); off, every
+    /// event makes the round trip (differential tests, benches).
+    sql_routing: bool,
     /// Finished decisions for live viewers (the dashboard's stream).
     feed: Arc<feed::Feed>,
 }
@@ -89,8 +94,12 @@ struct Pending {
     /// pool before any wait; `None` when the engine panicked (that scratch
     /// is dropped, not pooled).
     verdict: Option<OwnedVerdict>,
-    /// What to send the side-store, when there is one.
+    /// What to send the side-store, when there is one and the event
+    /// concerns it.
     request: Option<StoreRequest>,
+    /// Whether the answer waits for the side-store ([`Route::Judge`]) or
+    /// the event is only queued to be recorded ([`Route::Record`]).
+    route: Route,
     /// Why there is no verdict (the engine panicked).
     panicked: Option<String>,
 }
@@ -151,6 +160,7 @@ impl DecisionService {
             clock,
             event_clock: false,
             approvals,
+            sql_routing: true,
             feed,
         })
     }
@@ -159,6 +169,14 @@ impl DecisionService {
     /// none) as the store's clock, so a recorded session replays faithfully.
     pub fn replaying(mut self) -> DecisionService {
         self.event_clock = true;
+        self
+    }
+
+    /// Every event makes the round trip to the side-store and waits for
+    /// it, as before routing: the reference the routed service is checked
+    /// against (tests/sql_routing.rs) and measured against (benches).
+    pub fn judging_every_event(mut self) -> DecisionService {
+        self.sql_routing = false;
         self
     }
 
@@ -236,11 +254,17 @@ impl DecisionService {
     pub fn decide(&self, event: Event, origin: &Origin, started: Instant) -> Report {
         let mut pending = self.begin(event, origin);
         let hits = match (self.store.load_full(), pending.request.take()) {
-            (Some(store), Some(req)) => Some(
+            (Some(store), Some(req)) if pending.route == Route::Judge => Some(
                 store
                     .process_blocking(req)
                     .map_err(|e| ("sql_store", e.to_string())),
             ),
+            (Some(store), Some(req)) => {
+                if let Err(e) = store.record_blocking(req) {
+                    tracing::error!(error = %e, "cannot queue an event for the side-store");
+                }
+                None
+            }
             _ => None,
         };
         self.finish(pending, hits, origin, started)
@@ -249,9 +273,27 @@ impl DecisionService {
     /// [`DecisionService::decide`] for async front doors: the side-store
     /// runs on its own thread and this awaits its reply (bounded by
     /// `server.request_timeout_ms`), never blocking a worker.
+    ///
+    /// An event with more than [`deadline::INLINE_BYTES`] of text is
+    /// evaluated on the blocking pool under `server.eval_timeout_ms`.
     pub async fn decide_async(&self, event: Event, origin: &Origin, started: Instant) -> Report {
-        let mut pending = self.begin(event, origin);
+        let inline =
+            deadline::scanned_bytes(&event, deadline::INLINE_BYTES) <= deadline::INLINE_BYTES;
+        let mut pending = if inline {
+            self.begin(event, origin)
+        } else {
+            match self.begin_bounded(event, origin, started).await {
+                Ok(p) => p,
+                Err(report) => return report,
+            }
+        };
         let hits = match (self.store.load_full(), pending.request.take()) {
+            (Some(store), Some(req)) if pending.route != Route::Judge => {
+                if let Err(e) = store.record(req).await {
+                    tracing::error!(error = %e, "cannot queue an event for the side-store");
+                }
+                None
+            }
             (Some(store), Some(req)) => {
                 let timeout_ms = self.settings.server.request_timeout_ms;
                 let wait = Duration::from_millis(timeout_ms.max(1));
@@ -273,7 +315,18 @@ impl DecisionService {
 
     /// Steps 1 and 2: the origin's session, the compiled evaluators, and
     /// what the side-store is to be sent.
-    fn begin(&self, mut event: Event, origin: &Origin) -> Pending {
+    fn begin(&self, event: Event, origin: &Origin) -> Pending {
+        let (current, prepared) = self.prepare(event, origin);
+        let store = StoreUse {
+            present: self.store.load().is_some(),
+            event_clock: self.event_clock,
+            routing: self.sql_routing,
+        };
+        evaluate(current, prepared, store)
+    }
+
+    /// Step 1, and the event prepared for the evaluators.
+    fn prepare(&self, mut event: Event, origin: &Origin) -> (Arc<RulesInForce>, PreparedEvent) {
         if event.session_id.is_none() {
             event.session_id.clone_from(&origin.session_id);
         }
@@ -282,41 +335,44 @@ impl DecisionService {
         if current.recipient_memory {
             self.look_up_recipients(&mut prepared);
         }
-        let with_store = self.store.load().is_some();
-        let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            let mut scratch = current.take_scratch();
-            let verdict = current.engine.evaluate(&prepared, &mut scratch);
-            // A blocked event is recorded too (a retried blocked command is
-            // what rate rules must see); the store then runs no rule on it.
-            let request = with_store.then(|| {
-                let now = self.event_clock.then(|| {
-                    prepared
-                        .event
-                        .timestamp
-                        .unwrap_or_else(|| SystemClock.now())
-                });
-                StoreRequest::new(&prepared, &verdict, current.engine.program(), now)
-            });
-            let owned = verdict.to_owned_verdict();
-            current.put_scratch(scratch);
-            (owned, request)
-        }));
-        match outcome {
-            Ok((verdict, request)) => Pending {
-                current,
-                prepared,
-                verdict: Some(verdict),
-                request,
-                panicked: None,
-            },
-            Err(panic) => Pending {
-                current,
-                prepared,
-                verdict: None,
-                request: None,
-                panicked: Some(panic_message(panic)),
-            },
-        }
+        (current, prepared)
+    }
+
+    /// [`DecisionService::begin`] with the evaluators on the blocking pool
+    /// under `server.eval_timeout_ms` (see [`deadline`]); past the deadline
+    /// the answer is the fail_mode report, recorded like any decision.
+    async fn begin_bounded(
+        &self,
+        event: Event,
+        origin: &Origin,
+        started: Instant,
+    ) -> Result<Pending, Report> {
+        let (current, prepared) = self.prepare(event, origin);
+        let engine = current.engine.clone();
+        let kept = prepared.event.clone();
+        let store = StoreUse {
+            present: self.store.load().is_some(),
+            event_clock: self.event_clock,
+            routing: self.sql_routing,
+        };
+        let task = tokio::task::spawn_blocking(move || evaluate(current, prepared, store));
+        let timeout_ms = self.settings.server.eval_timeout_ms;
+        let left = Duration::from_millis(timeout_ms.max(1)).saturating_sub(started.elapsed());
+        let report = match tokio::time::timeout(left, task).await {
+            Ok(Ok(pending)) => return Ok(pending),
+            Ok(Err(e)) => self.failed("internal", format!("evaluation task failed: {e}"), started),
+            Err(_) => self.failed(
+                "timeout",
+                format!(
+                    "the evaluation did not finish within server.eval_timeout_ms \
+                     ({timeout_ms} ms)"
+                ),
+                started,
+            ),
+        };
+        self.metrics.evaluation_failed();
+        self.record(&engine, kept, origin, &report, started);
+        Err(report)
     }
 
     /// Steps 4 and 5: the one report, then the record of it.
@@ -666,6 +722,70 @@ impl DecisionService {
             // Joining the writer blocks: keep it off the async workers.
             crate::audit::run_blocking(|| a.close());
         }
+    }
+}
+
+/// How an evaluation uses the side-store.
+#[derive(Clone, Copy)]
+struct StoreUse {
+    /// There is one (the rules have SQL rules).
+    present: bool,
+    /// Replay mode: the event's timestamp is the store's clock.
+    event_clock: bool,
+    /// See [`DecisionService::judging_every_event`].
+    routing: bool,
+}
+
+/// Step 2: the compiled evaluators on `prepared` with the rules in force,
+/// and what the side-store is to be sent. A free function so that it can
+/// move to the blocking pool ([`deadline`]).
+fn evaluate(current: Arc<RulesInForce>, prepared: PreparedEvent, store: StoreUse) -> Pending {
+    let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
+        let mut scratch = current.take_scratch();
+        let verdict = current.engine.evaluate(&prepared, &mut scratch);
+        // A blocked event is recorded too (a retried blocked command is
+        // what rate rules must see); the store then runs no rule on it.
+        let route = if store.routing {
+            current.sql.route(
+                prepared.event.stage,
+                prepared.event.session_id.is_some(),
+                verdict.action,
+            )
+        } else {
+            Route::Judge
+        };
+        let request = (store.present && route != Route::Skip).then(|| {
+            let now = store.event_clock.then(|| {
+                prepared
+                    .event
+                    .timestamp
+                    .unwrap_or_else(|| SystemClock.now())
+            });
+            let mut req = StoreRequest::new(&prepared, &verdict, current.engine.program(), now);
+            req.run_rules &= route == Route::Judge;
+            req
+        });
+        let owned = verdict.to_owned_verdict();
+        current.put_scratch(scratch);
+        (owned, request, route)
+    }));
+    match outcome {
+        Ok((verdict, request, route)) => Pending {
+            current,
+            prepared,
+            verdict: Some(verdict),
+            request,
+            route,
+            panicked: None,
+        },
+        Err(panic) => Pending {
+            current,
+            prepared,
+            verdict: None,
+            request: None,
+            route: Route::Skip,
+            panicked: Some(panic_message(panic)),
+        },
     }
 }
 

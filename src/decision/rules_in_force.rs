@@ -2,6 +2,7 @@
 //! swapped whole on reload so a request never mixes two rule sets.
 
 use parallax_runtime::{Engine, Scratch};
+use parallax_store::SqlRouting;
 use std::sync::{Arc, Mutex};
 
 pub struct RulesInForce {
@@ -9,6 +10,9 @@ pub struct RulesInForce {
     /// Whether a rule calls `first_time_recipient`: only then are a call's
     /// recipients looked up in, and added to, the known-recipients memory.
     pub recipient_memory: bool,
+    /// Which events these rules' SQL rules need to see, and which the
+    /// caller must wait for (`parallax_store::routing`).
+    pub sql: SqlRouting,
     /// Scratch memory for this engine, reused across requests: an
     /// evaluation then allocates nothing in the engine itself.
     scratch: Mutex<Vec<Scratch>>,
@@ -22,6 +26,7 @@ impl RulesInForce {
                 .cel
                 .iter()
                 .any(|c| c.source.contains("first_time_recipient")),
+            sql: SqlRouting::of(engine.program()),
             engine: Arc::new(engine),
             scratch: Mutex::new(Vec::new()),
         }

@@ -5,13 +5,16 @@
 //! events to the [`DecisionService`]. Every failure is a JSON
 //! `{"error": {"code", "message"}}` with the status that says whose fault it
 //! is; no input reaches a panic. The connection loop bounds connections
-//! (`server.max_connections`) and the time a client gets to send its head.
+//! (`server.max_connections`, the excess answered 503 at once) and the time
+//! a connection may sit idle or take to send its head
+//! (`server.idle_timeout_ms`).
 
 pub mod admin;
 pub mod approval_callback;
 pub mod approvals;
 pub mod auth;
 pub mod body;
+pub mod connection_cap;
 pub mod evaluate;
 pub mod json_limits;
 pub mod openapi;
@@ -61,20 +64,17 @@ pub async fn serve_doors(
     let mut builder = http1::Builder::new();
     builder
         .timer(TokioTimer::new())
-        .header_read_timeout(Duration::from_millis(server.request_timeout_ms.max(1)))
+        // hyper starts this clock when it waits for a request head: on
+        // accept and again after each response, so it is the keep-alive
+        // idle timeout as well as the bound on sending a head (the
+        // shorter of the two settings).
+        .header_read_timeout(Duration::from_millis(
+            server.idle_timeout_ms.min(server.request_timeout_ms).max(1),
+        ))
         // hyper answers 431 itself past this (it requires at least 8 KiB);
         // below it, `handle` answers with a JSON 431.
         .max_buf_size((server.max_header_bytes * 2).max(8192));
     loop {
-        // At most max_connections served at once: further clients wait in
-        // the kernel's accept queue instead of exhausting memory or fds.
-        let permit = tokio::select! {
-            p = permits.clone().acquire_owned() => match p {
-                Ok(p) => p,
-                Err(_) => break,
-            },
-            _ = &mut shutdown => break,
-        };
         tokio::select! {
             accepted = listener.accept() => {
                 let (stream, peer) = match accepted {
@@ -95,6 +95,13 @@ pub async fn serve_doors(
                         tokio::time::sleep(Duration::from_millis(50)).await;
                         continue;
                     }
+                };
+                // At most max_connections served at once. One more is
+                // told so at once (503) and closed: queueing it would make
+                // every new client wait for an idle one to time out.
+                let Ok(permit) = permits.clone().try_acquire_owned() else {
+                    connection_cap::refuse(stream, server.max_connections);
+                    continue;
                 };
                 let service = service.clone();
                 let doors = doors.clone();

@@ -94,6 +94,14 @@ pub fn problems(s: &Settings) -> Vec<String> {
     if s.approvals.timeout_seconds == 0 {
         out.push("approvals.timeout_seconds must be at least 1".into());
     }
+    for (name, v) in [
+        ("server.idle_timeout_ms", s.server.idle_timeout_ms),
+        ("server.eval_timeout_ms", s.server.eval_timeout_ms),
+    ] {
+        if v == 0 {
+            out.push(format!("{name} must be at least 1"));
+        }
+    }
     if s.server.request_timeout_ms == 0 {
         out.push("server.request_timeout_ms must be at least 1".into());
     }

@@ -101,8 +101,17 @@ pub struct ServerSettings {
     pub max_header_bytes: usize,
     /// Time a client gets to send its request head and body.
     pub request_timeout_ms: u64,
-    /// Connections served at once; more wait in the accept queue.
+    /// Connections served at once; a connection beyond them is answered
+    /// at once with 503 JSON and closed (never queued).
     pub max_connections: usize,
+    /// A keep-alive connection that sends no complete request head within
+    /// this long of being accepted or of its last response is closed.
+    pub idle_timeout_ms: u64,
+    /// Deadline on one evaluation (`POST /evaluate` and every async front
+    /// door): past it the request is answered by `fail_mode`, so no input
+    /// can hold a worker. Events of more than a few KiB of text run on the
+    /// blocking pool under it; smaller ones finish in microseconds.
+    pub eval_timeout_ms: u64,
     /// Deepest JSON nesting accepted in an event.
     pub max_json_depth: usize,
     /// Longest string (bytes) accepted anywhere in an event.
@@ -123,7 +132,9 @@ impl Default for ServerSettings {
             auth_token: None,
             max_header_bytes: 16 * 1024,
             request_timeout_ms: 10_000,
-            max_connections: 1024,
+            max_connections: 4096,
+            idle_timeout_ms: 5_000,
+            eval_timeout_ms: 2_000,
             max_json_depth: 64,
             max_string_bytes: 512 * 1024,
             fail_mode: FailMode::Closed,
