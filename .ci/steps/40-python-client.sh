@@ -1,8 +1,9 @@
 # Sourced by .ci/run (bash, set -euo pipefail, cwd = repository root).
 # The Python client suite (tests/python_client.rs) runs clients/python's
 # pytest tests from their own virtual environment: the package installed
-# with its test extras (slack_sdk, httpx, openai-agents, langchain-core,
-# pytest), every version pinned by clients/python/ci-constraints.txt.
+# with its test extras (slack_sdk with aiohttp, httpx, openai-agents,
+# langchain-core, pytest, jsonschema, mypy), every version pinned by
+# clients/python/ci-constraints.txt.
 echo "--- python client venv (.venv-client) with clients/python[test]"
 if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
     apt-get update -qq && apt-get install -y -qq python3-venv >/dev/null
