@@ -32,7 +32,13 @@ impl Budgets {
     /// Reads `benches/budgets.toml` of this repository. A missing or broken
     /// file is fatal: a bench that silently judged nothing would look green.
     pub fn load() -> Budgets {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/budgets.toml");
+        // The workspace's file, also from a member crate's bench
+        // (classifier/benches/): the first benches/budgets.toml upwards.
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .ancestors()
+            .map(|d| d.join("benches/budgets.toml"))
+            .find(|p| p.exists())
+            .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/budgets.toml"));
         let text = std::fs::read_to_string(&path)
             .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
         let budgets: Budgets =

@@ -36,6 +36,15 @@ pub fn is_space(c: char) -> bool {
 }
 
 fn normalise(c: char) -> char {
+    // ASCII, most of every text: the same answers without the Unicode
+    // tables.
+    if c.is_ascii() {
+        return match c {
+            '\t' | '\n' | '\u{0b}' | '\u{0c}' | '\r' | ' ' => ' ',
+            '0'..='9' => '0',
+            _ => c.to_ascii_lowercase(),
+        };
+    }
     if is_space(c) {
         return ' ';
     }
@@ -93,48 +102,107 @@ impl Ring {
     fn gram(&self, n: usize) -> u64 {
         let mut h = fnv(FNV_OFFSET, &[n as u8]);
         for k in (0..n).rev() {
-            let (buf, len) = &self.chars[(self.next + 5 - 1 - k) % 5];
-            h = fnv(h, &buf[..usize::from(*len)]);
+            h = self.step(h, k);
         }
         h
     }
+
+    /// `h` extended by the character `k` places before the newest.
+    #[inline(always)]
+    fn step(&self, h: u64, k: usize) -> u64 {
+        let (buf, len) = &self.chars[(self.next + 4 - k) % 5];
+        fnv(h, &buf[..usize::from(*len)])
+    }
+
+    /// The 3-, 4- and 5-gram hashes ending at the newest character, once
+    /// five are in the ring: the three FNV chains advance side by side
+    /// (independent multiplies the CPU overlaps) instead of one after the
+    /// other. The same values as [`Ring::gram`].
+    #[inline(always)]
+    fn grams(&self) -> (u64, u64, u64) {
+        let mut h5 = self.step(TAG5, 4);
+        h5 = self.step(h5, 3);
+        let mut h4 = self.step(TAG4, 3);
+        let mut h3 = TAG3;
+        for k in (0..3).rev() {
+            h5 = self.step(h5, k);
+            h4 = self.step(h4, k);
+            h3 = self.step(h3, k);
+        }
+        (h3, h4, h5)
+    }
 }
+
+const TAG3: u64 = (FNV_OFFSET ^ 3).wrapping_mul(FNV_PRIME);
+const TAG4: u64 = (FNV_OFFSET ^ 4).wrapping_mul(FNV_PRIME);
+const TAG5: u64 = (FNV_OFFSET ^ 5).wrapping_mul(FNV_PRIME);
 
 /// Calls `f(position, bucket)` for every feature occurrence of `text`, in
 /// the order the Python side yields them.
 pub fn for_each_feature(text: &str, mut f: impl FnMut(usize, u32)) {
-    let mut state = Stream {
-        ring: Ring {
-            chars: [([0; 4], 0); 5],
-            next: 0,
-        },
-        pos: 0,
-        word: None,
-        prev_word: None,
-    };
-    state.push(' ', &mut f);
-    let mut prev_space = true;
-    for c in text.chars() {
-        let n = normalise(c);
-        if n == ' ' && prev_space {
-            continue;
-        }
-        prev_space = n == ' ';
-        state.push(n, &mut f);
-    }
-    if !prev_space {
-        state.push(' ', &mut f);
-    }
+    let mut s = FeatureStream::new();
+    s.push_str(text, &mut f);
+    s.finish(&mut f);
 }
 
-struct Stream {
+/// The features of a text given in pieces (a field with several values,
+/// scored as if joined): the same features as the joined text, without
+/// joining it.
+pub struct FeatureStream {
     ring: Ring,
     pos: usize,
     word: Option<u64>,
     prev_word: Option<u64>,
+    prev_space: bool,
+    started: bool,
 }
 
-impl Stream {
+impl Default for FeatureStream {
+    fn default() -> Self {
+        FeatureStream::new()
+    }
+}
+
+impl FeatureStream {
+    pub const fn new() -> FeatureStream {
+        FeatureStream {
+            ring: Ring {
+                chars: [([0; 4], 0); 5],
+                next: 0,
+            },
+            pos: 0,
+            word: None,
+            prev_word: None,
+            prev_space: true,
+            started: false,
+        }
+    }
+
+    /// Feeds the next piece of the text.
+    pub fn push_str(&mut self, text: &str, f: &mut impl FnMut(usize, u32)) {
+        if !self.started {
+            self.started = true;
+            self.push(' ', f);
+        }
+        for c in text.chars() {
+            let n = normalise(c);
+            if n == ' ' && self.prev_space {
+                continue;
+            }
+            self.prev_space = n == ' ';
+            self.push(n, f);
+        }
+    }
+
+    /// Ends the text (its trailing space closes the last word).
+    pub fn finish(mut self, f: &mut impl FnMut(usize, u32)) {
+        if !self.started {
+            self.push(' ', f);
+        } else if !self.prev_space {
+            self.push(' ', f);
+        }
+    }
+
     #[inline]
     fn push(&mut self, c: char, f: &mut impl FnMut(usize, u32)) {
         let i = self.pos;
@@ -151,9 +219,16 @@ impl Stream {
             self.prev_word = Some(w);
         }
         self.ring.push(c);
-        for n in 3..=5 {
-            if i + 1 >= n {
-                f(i, bucket(self.ring.gram(n)));
+        if i >= 4 {
+            let (h3, h4, h5) = self.ring.grams();
+            f(i, bucket(h3));
+            f(i, bucket(h4));
+            f(i, bucket(h5));
+        } else {
+            for n in 3..=5 {
+                if i + 1 >= n {
+                    f(i, bucket(self.ring.gram(n)));
+                }
             }
         }
         self.pos += 1;

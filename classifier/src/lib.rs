@@ -13,7 +13,7 @@
 pub mod features;
 pub mod model;
 
-pub use model::{FormatError, Model, INJECTION};
+pub use model::{FormatError, Model, ScoreStream, INJECTION};
 
 /// The probability (0–1) that `text` carries a prompt injection or
 /// jailbreak, by the baked model.

@@ -88,32 +88,23 @@ impl Model {
     /// when it is shorter), so the cost is linear in the text and an
     /// injection inside a long benign result keeps its weight.
     pub fn logit(&self, text: &str) -> f64 {
-        let mut chunk = 0usize;
-        let mut cur: (i64, u64) = (0, 0);
-        let mut prev: Option<(i64, u64)> = None;
-        let mut best = f64::NEG_INFINITY;
-        let mut any = false;
-        features::for_each_feature(text, |pos, b| {
-            any = true;
-            let k = pos / CHUNK;
-            while k > chunk {
-                if let Some(p) = prev {
-                    best = best.max(self.logit_of(p.0 + cur.0, p.1 + cur.1));
-                }
-                prev = Some(cur);
-                cur = (0, 0);
-                chunk += 1;
-            }
-            let w = self.weights.get(b as usize).copied().unwrap_or(0) as i8;
-            cur.0 += i64::from(w);
-            cur.1 += 1;
-        });
-        if !any {
-            return self.bias;
-        }
-        match prev {
-            None => self.logit_of(cur.0, cur.1),
-            Some(p) => best.max(self.logit_of(p.0 + cur.0, p.1 + cur.1)),
+        let mut s = self.stream();
+        s.push_str(text);
+        s.finish_logit()
+    }
+
+    /// Scores a text given in pieces, as if they were joined.
+    pub fn stream(&self) -> ScoreStream<'_> {
+        ScoreStream {
+            model: self,
+            features: features::FeatureStream::new(),
+            windows: Windows {
+                chunk: 0,
+                cur: (0, 0),
+                prev: None,
+                best: f64::NEG_INFINITY,
+                any: false,
+            },
         }
     }
 
@@ -130,3 +121,74 @@ pub const INJECTION: Model = match Model::parse(include_bytes!("../weights/injec
         panic!("classifier/weights/injection.bin is not a valid weights file for this scorer")
     }
 };
+
+/// Chunk sums and the best window so far.
+struct Windows {
+    chunk: usize,
+    cur: (i64, u64),
+    prev: Option<(i64, u64)>,
+    best: f64,
+    any: bool,
+}
+
+impl Windows {
+    #[inline]
+    fn add(&mut self, model: &Model, pos: usize, b: u32) {
+        self.any = true;
+        let k = pos / CHUNK;
+        while k > self.chunk {
+            if let Some(p) = self.prev {
+                self.best = self
+                    .best
+                    .max(model.logit_of(p.0 + self.cur.0, p.1 + self.cur.1));
+            }
+            self.prev = Some(self.cur);
+            self.cur = (0, 0);
+            self.chunk += 1;
+        }
+        let w = model.weights.get(b as usize).copied().unwrap_or(0) as i8;
+        self.cur.0 += i64::from(w);
+        self.cur.1 += 1;
+    }
+}
+
+/// A text scored piece by piece ([`Model::stream`]): no allocation, one
+/// pass.
+pub struct ScoreStream<'m> {
+    model: &'m Model,
+    features: features::FeatureStream,
+    windows: Windows,
+}
+
+impl ScoreStream<'_> {
+    /// Feeds the next piece of the text.
+    pub fn push_str(&mut self, text: &str) {
+        let (model, windows) = (self.model, &mut self.windows);
+        self.features
+            .push_str(text, &mut |pos, b| windows.add(model, pos, b));
+    }
+
+    /// The log-odds of the whole text.
+    pub fn finish_logit(self) -> f64 {
+        let ScoreStream {
+            model,
+            features,
+            mut windows,
+        } = self;
+        features.finish(&mut |pos, b| windows.add(model, pos, b));
+        if !windows.any {
+            return model.bias;
+        }
+        match windows.prev {
+            None => model.logit_of(windows.cur.0, windows.cur.1),
+            Some(p) => windows
+                .best
+                .max(model.logit_of(p.0 + windows.cur.0, p.1 + windows.cur.1)),
+        }
+    }
+
+    /// The probability (0–1) of the whole text.
+    pub fn finish(self) -> f64 {
+        1.0 / (1.0 + (-self.finish_logit()).exp())
+    }
+}

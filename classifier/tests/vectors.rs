@@ -104,3 +104,16 @@ fn odd_input_never_panics() {
         assert!((0.0..=1.0).contains(&s), "{t:?} → {s}");
     }
 }
+
+#[test]
+fn a_text_in_pieces_scores_as_the_joined_text() {
+    for v in vectors() {
+        let cut = v.text.char_indices().map(|(i, _)| i).nth(7).unwrap_or(0);
+        let (a, b) = v.text.split_at(cut);
+        let mut s = INJECTION.stream();
+        s.push_str(a);
+        s.push_str("");
+        s.push_str(b);
+        assert_eq!(s.finish_logit(), INJECTION.logit(&v.text), "{:?}", v.text);
+    }
+}
