@@ -63,7 +63,9 @@ fn main() {
         ("1k_attack", &attack),
     ] {
         group.throughput(Throughput::Bytes(text.len() as u64));
-        group.bench_function(name, |b| b.iter(|| black_box(injection_score(black_box(text)))));
+        group.bench_function(name, |b| {
+            b.iter(|| black_box(injection_score(black_box(text))))
+        });
     }
     group.throughput(Throughput::Bytes(result_64k.len() as u64));
     group.bench_function("64k_result", |b| {
