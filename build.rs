@@ -52,6 +52,13 @@ fn main() {
     }
     let compiled = parallax_compiler::plan::compile(&rules, &parallax_compiler::Limits::default());
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("set by cargo"));
+    // The digest of the source files: a binary started on these same files
+    // uses the baked program without lowering anything (src/backend/).
+    let digest = parallax_compiler::source_digest::of_config(&config).unwrap_or_default();
+    if let Err(e) = std::fs::write(out.join("source_digest.txt"), digest) {
+        eprintln!("parallax: cannot write the source digest: {e}");
+        std::process::exit(1);
+    }
     let big_endian = std::env::var("CARGO_CFG_TARGET_ENDIAN").as_deref() == Ok("big");
     if let Err(e) = parallax_compiler::codegen::write_baked(&compiled, &out, big_endian) {
         eprintln!(

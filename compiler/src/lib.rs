@@ -26,6 +26,7 @@ pub mod policy;
 pub mod regex_check;
 pub mod sigma;
 pub mod source;
+pub mod source_digest;
 pub mod stages;
 pub mod stats;
 pub mod transforms;

@@ -10,6 +10,11 @@ mod generated {
 
 pub use generated::FINGERPRINT;
 
+/// The digest of the source files the baked rules were compiled from
+/// (`parallax_compiler::source_digest`): a config whose files digest the
+/// same is these rules, known without lowering them.
+pub const SOURCE_DIGEST: &str = include_str!(concat!(env!("OUT_DIR"), "/source_digest.txt"));
+
 /// The generated Rust, as `parallax compile --emit rust` prints it.
 pub const RUST_SOURCE: &str = include_str!(concat!(env!("OUT_DIR"), "/baked.rs"));
 /// The compile statistics of the baked rules.

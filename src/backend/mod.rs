@@ -2,9 +2,12 @@
 //! ones baked in, the dynamic backend (same compiler, at start-up) when they
 //! differ.
 //!
-//! The decision compares fingerprints of the canonical rule IR, which is
-//! cheap to compute (no automata are built), so a baked binary started with
-//! its own config pays nothing for the check.
+//! First the source files are digested (read and hashed, nothing lowered)
+//! and compared with the digest baked at build time: equal, the baked
+//! program is used as is. Otherwise the rules are lowered and the
+//! fingerprints of the canonical rule IR decide — lowering compiles every
+//! pattern and SQL rule once to check it, which is what made a baked
+//! binary's start slow when it was the only test.
 
 pub mod baked;
 use crate::settings::Settings;
@@ -84,6 +87,18 @@ pub fn load(config: Option<&Path>, baked_only: bool) -> Result<Loaded, LoadError
             load_ms: started.elapsed().as_secs_f64() * 1000.0,
         });
     };
+    if parallax_compiler::source_digest::of_config(&path)
+        .is_ok_and(|d| !baked::SOURCE_DIGEST.is_empty() && d == baked::SOURCE_DIGEST)
+    {
+        let engine = baked::engine()?;
+        let settings = settings_of(&engine.program().settings, Some(&path))?;
+        return Ok(Loaded {
+            engine,
+            settings,
+            config: Some(path),
+            load_ms: started.elapsed().as_secs_f64() * 1000.0,
+        });
+    }
     let rules = parallax_compiler::load(&path)?;
     let settings = settings_of(&rules.settings, Some(&path))?;
     let engine = engine_for(&rules, baked_only, &path)?;
