@@ -4,7 +4,9 @@
 //! the proxy's, at this build's `parallax` binary on a free loopback port.
 //! It must find no 5xx, every error must be the JSON error shape (the
 //! `error_is_json` check, tests/api_fuzz/hooks.py), and every answer must
-//! match the documented status codes, content types and schemas.
+//! match the documented status codes, content types and schemas. It runs
+//! twice: with the agent's token over every operation, then with an
+//! approver's over the approvals, with calls held so there are some.
 //!
 //! Schemathesis lives in a virtual environment, `PARALLAX_SCHEMATHESIS_VENV`
 //! (relative paths from the repository root), by default
@@ -105,6 +107,81 @@ fn start(dir: &Path) -> (Server, u16) {
     (server, port)
 }
 
+/// A call the fixture holds for approval (`fixture-deploy`).
+fn hold(port: u16, command: &str) {
+    let body = format!(
+        r#"{{"stage":"tool.before","tool_name":"exec","tool_args":{{"command":"{command}"}}}}"#
+    );
+    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    let req = format!(
+        "POST /evaluate HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer agent-token\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(req.as_bytes()).expect("send");
+    let mut answer = String::new();
+    let _ = s.read_to_string(&mut answer);
+    assert!(
+        answer.contains(r#""action":"approve""#),
+        "not held: {answer}"
+    );
+}
+
+/// One schemathesis run with `token`; its "N generated, N passed" line.
+fn schemathesis(st: &Path, dir: &Path, port: u16, token: &str, select: &[&str]) -> String {
+    let out = Command::new("timeout")
+        .arg(TIMEOUT_SECS)
+        .arg(st)
+        .arg("run")
+        .arg(repo().join("docs/openapi.json"))
+        .args(["--url", &format!("http://127.0.0.1:{port}")])
+        .args([
+            "--checks",
+            "not_a_server_error,error_is_json,status_code_conformance,\
+             content_type_conformance,response_schema_conformance",
+        ])
+        .args(select)
+        .args(["-H", &format!("Authorization: Bearer {token}")])
+        .args([
+            "--max-examples",
+            MAX_EXAMPLES,
+            "--seed",
+            "18",
+            "--generation-database",
+            "none",
+            "--request-timeout",
+            "15",
+            "--workers",
+            "2",
+            "--no-color",
+        ])
+        // Its own state goes where it runs: the temp dir.
+        .current_dir(dir)
+        .env("PYTHONPATH", repo().join("tests/api_fuzz"))
+        .env("SCHEMATHESIS_HOOKS", "hooks")
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run schemathesis");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "schemathesis ({token}) found problems ({}):\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary = stdout
+        .lines()
+        .find(|l| l.contains(" generated, "))
+        .map(str::trim)
+        .unwrap_or("");
+    assert!(
+        !summary.is_empty(),
+        "no test-case summary in schemathesis's output:\n{stdout}"
+    );
+    summary.to_string()
+}
+
 #[test]
 fn schemathesis_finds_no_5xx_and_only_json_errors() {
     let venv = venv();
@@ -125,57 +202,22 @@ fn schemathesis_finds_no_5xx_and_only_json_errors() {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("a temp dir");
     let (_server, port) = start(&dir);
-    // cwd is the temp dir: schemathesis keeps its own state where it runs.
-    let out = Command::new("timeout")
-        .arg(TIMEOUT_SECS)
-        .arg(&st)
-        .arg("run")
-        .arg(repo().join("docs/openapi.json"))
-        .args(["--url", &format!("http://127.0.0.1:{port}")])
-        .args([
-            "--checks",
-            "not_a_server_error,error_is_json,status_code_conformance,\
-             content_type_conformance,response_schema_conformance",
-            "--exclude-tag",
-            "proxy",
-            "-H",
-            "Authorization: Bearer agent-token",
-            "--max-examples",
-            MAX_EXAMPLES,
-            "--seed",
-            "18",
-            "--generation-database",
-            "none",
-            "--request-timeout",
-            "15",
-            "--workers",
-            "2",
-            "--no-color",
-        ])
-        .current_dir(&dir)
-        .env("PYTHONPATH", repo().join("tests/api_fuzz"))
-        .env("SCHEMATHESIS_HOOKS", "hooks")
-        .env("PYTHONDONTWRITEBYTECODE", "1")
-        .stdin(Stdio::null())
-        .output()
-        .expect("run schemathesis");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "schemathesis found problems ({}):\n{stdout}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
+    // The agent's view of every operation but the proxy's...
+    let agent = schemathesis(&st, &dir, port, "agent-token", &["--exclude-tag", "proxy"]);
+    // ...then the approvals as an approver, with calls held for them.
+    for command in ["git push origin main", "git push fork main"] {
+        hold(port, command);
+    }
+    let approver = schemathesis(
+        &st,
+        &dir,
+        port,
+        "alice-token",
+        &["--include-path-regex", "^/approvals"],
     );
-    // "N generated, N passed": what ran, straight to stderr.
-    let summary = stdout
-        .lines()
-        .find(|l| l.contains(" generated, "))
-        .map(str::trim)
-        .unwrap_or("");
-    assert!(
-        !summary.is_empty(),
-        "no test-case summary in schemathesis's output:\n{stdout}"
+    let _ = writeln!(
+        std::io::stderr(),
+        "api fuzz (schemathesis): as the agent {agent}; as an approver {approver}"
     );
-    let _ = writeln!(std::io::stderr(), "api fuzz (schemathesis): {summary}");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -10,6 +10,7 @@ mod support;
 use parallax_runtime::{Action, Event, Stage};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
+use std::io::Write;
 use std::path::Path;
 use std::process::Command;
 use support::*;
@@ -210,5 +211,64 @@ fn a_running_server_answers_exactly_the_documented_operations() {
                 );
             }
         }
+    }
+}
+
+/// Every `"METHOD", "/path"` the Python client (clients/python/) sends,
+/// with a path built as `"/approvals/" + id` read as `/approvals/{id}`.
+fn python_client_calls() -> Vec<(String, String)> {
+    let mut calls = Vec::new();
+    let mut stack = vec![repo().join("clients/python/parallax_client")];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+                continue;
+            }
+            if p.extension().is_none_or(|x| x != "py") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&p).unwrap_or_default();
+            for method in ["GET", "POST", "PUT", "DELETE", "PATCH", "HEAD"] {
+                let needle = format!("\"{method}\", \"/");
+                for (at, _) in text.match_indices(&needle) {
+                    let rest = &text[at + needle.len() - 1..];
+                    let Some(end) = rest.find('"') else { continue };
+                    let mut path = rest[..end].to_string();
+                    if path.ends_with('/') && rest[end + 1..].trim_start().starts_with('+') {
+                        path.push_str("{id}");
+                    }
+                    calls.push((method.to_string(), path));
+                }
+            }
+        }
+    }
+    calls
+}
+
+#[test]
+fn every_call_of_the_python_client_is_documented() {
+    if !repo().join("clients/python/parallax_client").is_dir() {
+        let _ = writeln!(
+            std::io::stderr(),
+            "skipped: Python client contract check — no clients/python/parallax_client"
+        );
+        return;
+    }
+    let ops = operations(&doc());
+    let calls = python_client_calls();
+    assert!(
+        calls.iter().any(|(m, p)| m == "POST" && p == "/evaluate"),
+        "found none of the Python client's requests (its call pattern changed?): {calls:?}"
+    );
+    for (method, path) in calls {
+        assert!(
+            ops.contains(&(method.clone(), path.clone())),
+            "the Python client sends {method} {path}, which docs/openapi.json does not describe"
+        );
     }
 }
