@@ -196,9 +196,8 @@ impl FeatureStream {
 
     /// Ends the text (its trailing space closes the last word).
     pub fn finish(mut self, f: &mut impl FnMut(usize, u32)) {
-        if !self.started {
-            self.push(' ', f);
-        } else if !self.prev_space {
+        // An empty text is the stream of one space; any other ends with one.
+        if !self.started || !self.prev_space {
             self.push(' ', f);
         }
     }
