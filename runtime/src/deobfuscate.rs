@@ -41,9 +41,19 @@ const MIN_SPACED_LETTERS: usize = 3;
 
 /// The decoded view of `text`, when any trick was undone.
 pub fn decoded(text: &str) -> Option<View> {
-    let markup = strip_markup_and_decode(text);
+    let gate = Gate::of(text.as_bytes());
+    let markup = if gate.markup || gate.base64 {
+        strip_markup_and_decode(text)
+    } else {
+        None
+    };
     let base = markup.as_ref().map_or(text, |v| v.text.as_str());
-    let words = fold_words(base);
+    // Decoded base64 may itself hold leetspeak or spelt-out letters.
+    let words = if gate.words || markup.is_some() {
+        fold_words(base)
+    } else {
+        None
+    };
     match (markup, words) {
         (None, None) => None,
         (Some(m), None) => Some(m),
@@ -88,6 +98,102 @@ pub fn compose(outer: &[usize], inner: View) -> View {
         map,
     }
 }
+
+/// Which passes a text can need, found in one cheap pass over its bytes
+/// (table lookups, no tokenising), so that ordinary text skips the rest.
+struct Gate {
+    /// A `<` (comments, tags).
+    markup: bool,
+    /// A run of 16 base64 characters with both cases and a digit or symbol.
+    base64: bool,
+    /// A leet character before a letter, or letter, separator, letter,
+    /// separator (a spelt-out word).
+    words: bool,
+}
+
+impl Gate {
+    fn of(bytes: &[u8]) -> Gate {
+        let mut g = Gate {
+            markup: false,
+            base64: false,
+            words: false,
+        };
+        // Per byte: its class bits, and the class bits of the five before.
+        let (mut run, mut seen) = (0usize, 0u8);
+        let mut hist = 0u64;
+        for &b in bytes {
+            let c = CLASS[b as usize];
+            g.markup |= b == b'<';
+            if c & B64 != 0 {
+                run += 1;
+                seen |= c;
+                g.base64 |= run >= MIN_BASE64_RUN
+                    && seen & (UPPER | LOWER | OTHER) == UPPER | LOWER | OTHER;
+            } else {
+                (run, seen) = (0, 0);
+            }
+            if c & ALPHA != 0 {
+                let p = |k: u32| (hist >> (8 * k)) as u8;
+                // `h4ck`: a leet character between letters.
+                g.words |= p(0) & LEET != 0 && p(1) & ALPHA != 0;
+                // `a.b.c`: two single letters, each after a separator.
+                g.words |= p(0) & SEP != 0
+                    && p(1) & ALPHA != 0
+                    && p(2) & SEP != 0
+                    && p(3) & ALPHA != 0
+                    && p(4) & SEP != 0;
+            }
+            hist = (hist << 8) | u64::from(c);
+        }
+        g
+    }
+}
+
+const B64: u8 = 1;
+const ALPHA: u8 = 2;
+const UPPER: u8 = 4;
+const LOWER: u8 = 8;
+/// A base64 character that is not a letter.
+const OTHER: u8 = 16;
+const LEET: u8 = 32;
+const SEP: u8 = 64;
+
+/// The class bits of each byte.
+static CLASS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut i = 0;
+    while i < 256 {
+        let b = i as u8;
+        let mut c = 0;
+        if b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'-' | b'_') {
+            c |= B64;
+        }
+        if b.is_ascii_uppercase() {
+            c |= ALPHA | UPPER;
+        }
+        if b.is_ascii_lowercase() {
+            c |= ALPHA | LOWER;
+        }
+        if c & B64 != 0 && c & ALPHA == 0 {
+            c |= OTHER;
+        }
+        if matches!(
+            b,
+            b'0' | b'1' | b'3' | b'4' | b'5' | b'7' | b'8' | b'9' | b'@' | b'$'
+        ) {
+            c |= LEET;
+        }
+        if matches!(
+            b,
+            b' ' | b'.' | b'-' | b'_' | b'*' | b'|' | b'/' | b'+' | b'~'
+        ) {
+            c |= SEP;
+        }
+        t[i] = c;
+        i += 1;
+    }
+    t
+};
 
 /// One change to a text: bytes `start..end` replaced by `with`.
 struct Edit {
@@ -431,6 +537,12 @@ const ENGLISH_ROT13: [&str; 16] = [
 /// Whether more of the text's short words are ROT13 forms of common
 /// English words than are the words themselves (and at least two are).
 fn looks_rot13(text: &str) -> bool {
+    // ROT13 English almost always has one of these; `contains` is a fast
+    // substring search, so other text costs little.
+    const TELLS: [&str; 6] = ["gur ", "Gur ", "GUR ", "naq ", "lbh", "Lbh"];
+    if !TELLS.iter().any(|t| text.contains(t)) {
+        return false;
+    }
     let (mut plain, mut rotated) = (0usize, 0usize);
     for word in text.split(|c: char| !c.is_ascii_alphabetic()) {
         if !(2..=4).contains(&word.len()) {
