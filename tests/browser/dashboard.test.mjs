@@ -152,6 +152,7 @@ test("a blocked event appears in the live list within a second, with its rule id
   await page.waitForSelector(row, { timeout: 1000 - (Date.now() - sent) });
   const seen = Date.now() - sent;
   assert.ok(seen < 1000, `seen after ${seen} ms`);
+  console.log(`blocked event in the live list ${seen} ms after it was sent`);
   assert.match(await page.textContent(row), /block/);
   // The filters narrow the list.
   await page.selectOption("#f-action", "allow");
