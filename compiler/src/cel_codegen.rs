@@ -54,6 +54,13 @@ fn canonical_tokens(c: Canonical) -> TokenStream {
         Canonical::Query => quote!(Canonical::Query),
         Canonical::Text => quote!(Canonical::Text),
         Canonical::Executable => quote!(Canonical::Executable),
+        Canonical::Shell => quote!(Canonical::Shell),
+        Canonical::Argv => quote!(Canonical::Argv),
+        Canonical::Program => quote!(Canonical::Program),
+        Canonical::Redirect => quote!(Canonical::Redirect),
+        Canonical::Code => quote!(Canonical::Code),
+        Canonical::Decoded => quote!(Canonical::Decoded),
+        Canonical::ReadPath => quote!(Canonical::ReadPath),
     }
 }
 
@@ -271,6 +278,34 @@ impl Gen {
                     FieldRef::Canonical(c) => {
                         let c = canonical_tokens(c);
                         Some(quote!(native::canonical_size(i.event, #c)))
+                    }
+                }
+            }
+            // A classifier's score of an event field: read in place and
+            // scored without allocating (parallax_runtime::classifier).
+            ExprKind::Call {
+                target: None,
+                function,
+                args,
+            } if function == "injection_score" => {
+                let [a] = args.as_slice() else {
+                    return None;
+                };
+                match event_field(a, &[])? {
+                    FieldRef::Top(t) => {
+                        let t = top_tokens(t);
+                        Some(quote!(parallax_runtime::classifier::score_top(i.event, #t)))
+                    }
+                    FieldRef::Canonical(c) => {
+                        let c = canonical_tokens(c);
+                        Some(quote!(parallax_runtime::classifier::score_canonical(i.event, #c)))
+                    }
+                    FieldRef::Json { root, path } => {
+                        let root = root_tokens(root);
+                        let path = path_tokens(&path);
+                        Some(
+                            quote!(parallax_runtime::classifier::score_json(i.event, #root, #path)),
+                        )
                     }
                 }
             }

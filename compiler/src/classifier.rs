@@ -39,6 +39,8 @@ pub fn expression(r: &ClassifierRule) -> Result<String, String> {
     }
     let mut expr = format!("{function}({field}) >= {:?}", r.threshold);
     if let Some(when) = r.when.as_deref() {
+        // Parsed alone first, so an error points into `when` as written.
+        parallax_cel::Program::parse(when).map_err(|e| format!("when: {e}"))?;
         expr = format!("({when}) && {expr}");
     }
     Ok(expr)
