@@ -32,6 +32,23 @@ pub enum Canonical {
     /// The program each segment of `command` runs (its first word), so that
     /// process-creation rules (Sigma's `Image`) can look at it alone.
     Executable,
+    /// Each script of `command` (and every script nested in it) rendered as
+    /// the shell reads it: quotes removed, variables substituted, wrappers
+    /// unwrapped, program basenames (`runtime/src/shell/`).
+    Shell,
+    /// Each simple command of `command`: program basename, then arguments.
+    Argv,
+    /// The basename of every program `command` starts, wrappers included.
+    Program,
+    /// Redirect targets of `command`, normalised.
+    Redirect,
+    /// Code handed to an interpreter (`python3 -c`, `perl -e`, piped in).
+    Code,
+    /// Literals a command decodes in place (base64, hex, escapes).
+    Decoded,
+    /// Every file a call reads or names, normalised: `path` values of
+    /// tools that do not write, `file://` URLs, files named in `command`.
+    ReadPath,
 }
 
 /// Plain string fields at the top of an event.
@@ -80,7 +97,7 @@ pub struct UnknownField {
 }
 
 /// Canonical field names as rules and CEL expressions write them.
-pub const CANONICAL_NAMES: [(&str, Canonical); 8] = [
+pub const CANONICAL_NAMES: [(&str, Canonical); 15] = [
     ("command", Canonical::Command),
     ("path", Canonical::Path),
     ("write_path", Canonical::WritePath),
@@ -89,6 +106,13 @@ pub const CANONICAL_NAMES: [(&str, Canonical); 8] = [
     ("query", Canonical::Query),
     ("text", Canonical::Text),
     ("executable", Canonical::Executable),
+    ("shell", Canonical::Shell),
+    ("argv", Canonical::Argv),
+    ("program", Canonical::Program),
+    ("redirect", Canonical::Redirect),
+    ("code", Canonical::Code),
+    ("decoded", Canonical::Decoded),
+    ("read_path", Canonical::ReadPath),
 ];
 
 /// Plain event field names as rules and CEL expressions write them.
@@ -143,7 +167,8 @@ impl FieldRef {
             });
         }
         Err(err(
-            "expected a canonical field (command, path, write_path, url, content, query, text, executable), \
+            "expected a canonical field (command, path, write_path, url, content, query, text, executable, \
+             shell, argv, program, redirect, code, decoded, read_path), \
              an event field (stage, session_id, channel, user_id, message_text, tool_name, model, response_text) \
              or a path under tool_args, tool_result or params",
         ))

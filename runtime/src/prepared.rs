@@ -86,6 +86,10 @@ pub struct PreparedEvent {
     /// stable), so scanning can look them up without allocating.
     variants: HashMap<(usize, usize), Vec<String>>,
     executable: Vec<String>,
+    /// The shell analysis of the call's commands (`crate::shell`), for
+    /// events that have one.
+    shell: Option<Box<crate::shell::ShellFacts>>,
+    read_path: Vec<String>,
     /// Which of the call's recipients were written to before (keys as
     /// `triggers::recipient_key` makes them), when the decision service
     /// looked them up; `None`: nobody looked (see
@@ -115,6 +119,8 @@ impl PreparedEvent {
             query: Vec::new(),
             variants: HashMap::new(),
             executable: Vec::new(),
+            shell: None,
+            read_path: Vec::new(),
             known_recipients: None,
             event,
         };
@@ -231,9 +237,27 @@ impl PreparedEvent {
             }
             _ => {}
         }
+        self.derive_shell(&tool);
         for cmd in &self.command {
             push_executables(cmd, &mut self.executable);
         }
+    }
+
+    /// Shell facts once per event, only when there is a command; then the
+    /// normalised paths (see `crate::shell::event_facts`).
+    fn derive_shell(&mut self, tool: &str) {
+        use crate::shell::event_facts;
+        if !self.command.is_empty() {
+            self.shell = event_facts::shell_facts(&self.event.tool_args, tool).map(Box::new);
+        }
+        self.read_path = event_facts::read_paths(
+            &self.path,
+            &self.url,
+            is_write_tool(tool),
+            self.shell.as_deref(),
+        );
+        let extra = event_facts::normal_forms(&self.path);
+        self.path.extend(extra);
     }
 
     fn add_patch(&mut self, patch: &str) {
@@ -275,6 +299,25 @@ impl PreparedEvent {
                 Canonical::Content => self.content.iter().for_each(|s| f(s)),
                 Canonical::Query => self.query.iter().for_each(|s| f(s)),
                 Canonical::Executable => self.executable.iter().for_each(|s| f(s)),
+                Canonical::ReadPath => self.read_path.iter().for_each(|s| f(s)),
+                Canonical::Shell
+                | Canonical::Argv
+                | Canonical::Program
+                | Canonical::Redirect
+                | Canonical::Code
+                | Canonical::Decoded => {
+                    if let Some(facts) = &self.shell {
+                        let list = match c {
+                            Canonical::Shell => &facts.shell,
+                            Canonical::Argv => &facts.argv,
+                            Canonical::Program => &facts.program,
+                            Canonical::Redirect => &facts.redirect,
+                            Canonical::Code => &facts.code,
+                            _ => &facts.decoded,
+                        };
+                        list.iter().for_each(|s| f(s));
+                    }
+                }
                 Canonical::Text => {
                     if let Some(m) = &e.message_text {
                         f(m);

@@ -86,7 +86,15 @@ pub fn event_for_text(rule: &IrRule, rules: &RuleSet, text: &str) -> Result<Valu
     let stage = match &field {
         FieldRef::Canonical(c) => {
             let (tool, key) = match c {
-                Canonical::Command | Canonical::Executable => ("Bash", "command"),
+                Canonical::Command
+                | Canonical::Executable
+                | Canonical::Shell
+                | Canonical::Argv
+                | Canonical::Program
+                | Canonical::Redirect
+                | Canonical::Code
+                | Canonical::Decoded => ("Bash", "command"),
+                Canonical::ReadPath => ("Read", "file_path"),
                 Canonical::Path => ("Read", "file_path"),
                 Canonical::WritePath => ("Write", "file_path"),
                 Canonical::Url => ("WebFetch", "url"),
