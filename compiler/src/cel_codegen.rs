@@ -61,13 +61,6 @@ fn canonical_tokens(c: Canonical) -> TokenStream {
         Canonical::Code => quote!(Canonical::Code),
         Canonical::Decoded => quote!(Canonical::Decoded),
         Canonical::ReadPath => quote!(Canonical::ReadPath),
-        Canonical::Shell => quote!(Canonical::Shell),
-        Canonical::Argv => quote!(Canonical::Argv),
-        Canonical::Program => quote!(Canonical::Program),
-        Canonical::Redirect => quote!(Canonical::Redirect),
-        Canonical::Code => quote!(Canonical::Code),
-        Canonical::Decoded => quote!(Canonical::Decoded),
-        Canonical::ReadPath => quote!(Canonical::ReadPath),
     }
 }
 
