@@ -496,7 +496,11 @@ fn approvals_go_only_to_the_notifiers_their_rules_name() {
         s.approvals.webhook_secret = Some(HOOK_SECRET.into());
     });
     // In order: Slack only; nobody (console); every notifier (no via).
-    for command in ["terraform apply -auto-approve", "kubectl delete ns prod", "pg_dump prod"] {
+    for command in [
+        "terraform apply -auto-approve",
+        "kubectl delete ns prod",
+        "pg_dump prod",
+    ] {
         let v = evaluate_as_agent(s.addr, "/evaluate", &call(command));
         assert_eq!(v["action"], "approve", "{v}");
     }
@@ -523,11 +527,17 @@ fn approvals_go_only_to_the_notifiers_their_rules_name() {
     let text = pending.to_string();
     assert!(text.contains("cluster-delete"), "{text}");
     assert_eq!(
-        metric(s.addr, "parallax_approval_notifications_total{notifier=\"slack\",outcome=\"sent\"}"),
+        metric(
+            s.addr,
+            "parallax_approval_notifications_total{notifier=\"slack\",outcome=\"sent\"}"
+        ),
         "parallax_approval_notifications_total{notifier=\"slack\",outcome=\"sent\"} 2"
     );
     assert_eq!(
-        metric(s.addr, "parallax_approval_notifications_total{notifier=\"webhook\",outcome=\"sent\"}"),
+        metric(
+            s.addr,
+            "parallax_approval_notifications_total{notifier=\"webhook\",outcome=\"sent\"}"
+        ),
         "parallax_approval_notifications_total{notifier=\"webhook\",outcome=\"sent\"} 1"
     );
 }
@@ -556,7 +566,10 @@ fn a_card_posted_before_a_restart_is_updated_after_it() {
     let u = updated[0].json();
     assert_eq!(u["channel"], "C0APPROVALS");
     assert_eq!(u["ts"], "1700000000.000777");
-    assert!(u["text"].as_str().unwrap().contains("Approved by alice"), "{u}");
+    assert!(
+        u["text"].as_str().unwrap().contains("Approved by alice"),
+        "{u}"
+    );
 }
 
 #[test]

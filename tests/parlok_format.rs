@@ -77,7 +77,10 @@ fn each_kind_of_call_is_decided_as_parlok_describes() {
     let body = r.rewritten_event.as_ref().expect("rewritten")["tool_args"]["body"].clone();
     let body = body.as_str().unwrap();
     assert!(!body.contains("jane.doe"), "{body}");
-    assert!(body.starts_with("ask ") && body.ends_with(" about it"), "{body}");
+    assert!(
+        body.starts_with("ask ") && body.ends_with(" about it"),
+        "{body}"
+    );
 
     // Money to an outside address waits for a person; so does the CFO,
     // inside; the file's own lists decide what is inside and who is a VIP.
@@ -103,7 +106,10 @@ fn each_kind_of_call_is_decided_as_parlok_describes() {
         "email.send",
         json!({"recipient": "CFO@harbor.test", "body": "lunch?"}),
     ));
-    assert_eq!(decided(&r), ("approve", vec!["harbor.cfo-mail".to_string()]));
+    assert_eq!(
+        decided(&r),
+        ("approve", vec!["harbor.cfo-mail".to_string()])
+    );
     let r = eval(call(
         "email.send",
         json!({"recipient": "ana@harbor.test", "body": "lunch?"}),
@@ -158,7 +164,10 @@ fn each_kind_of_call_is_decided_as_parlok_describes() {
     // denied; other tools are not the file's business.
     let r = eval(call("postgres.copy", json!({"body": "orders to '/tmp/x'"})));
     assert_eq!(decided(&r), ("block", vec!["harbor.default".to_string()]));
-    let r = eval(call("twilio.sms", json!({"recipient": "+15550100", "body": "hi"})));
+    let r = eval(call(
+        "twilio.sms",
+        json!({"recipient": "+15550100", "body": "hi"}),
+    ));
     assert!(decided(&r).1.is_empty(), "{:?}", r.results);
 }
 
@@ -196,7 +205,9 @@ fn parlok_only_keys_are_checked_like_the_rest() {
         "version: 1\npolicies:\n  - name: p\n    decision: approve\n    via: pager\n",
     );
     assert!(
-        e.contains("pager.yaml") && e.contains("via `pager`") && e.contains("slack, webhook, console"),
+        e.contains("pager.yaml")
+            && e.contains("via `pager`")
+            && e.contains("slack, webhook, console"),
         "{e}"
     );
     let e = write(
@@ -204,10 +215,7 @@ fn parlok_only_keys_are_checked_like_the_rest() {
         "version: 1\npolicies:\n  - name: p\n    when: after_hours('UTC', 9, 30)\n    decision: deny\n",
     );
     assert!(e.contains("hours are 0 to 24"), "{e}");
-    let e = write(
-        "colour",
-        "version: 1\ncolour: blue\npolicies: []\n",
-    );
+    let e = write("colour", "version: 1\ncolour: blue\npolicies: []\n");
     assert!(e.contains("colour.yaml") && e.contains("colour"), "{e}");
 }
 
@@ -286,7 +294,10 @@ fn a_recipient_is_new_until_a_call_to_them_goes_ahead_per_user_and_across_restar
     assert_eq!(harbor_rules(&first), ["harbor.new-partner"]);
     let id = first["approval"]["id"].as_str().unwrap().to_string();
     let again = send(s.addr, "ana", "ops@newco.test");
-    assert_eq!(again["action"], "approve", "still new while pending: {again}");
+    assert_eq!(
+        again["action"], "approve",
+        "still new while pending: {again}"
+    );
     decide(s.addr, &id, "approve");
     let known = send(s.addr, "ana", "OPS@newco.test ");
     assert_eq!(known["action"], "allow", "{known}");

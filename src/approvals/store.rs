@@ -445,7 +445,8 @@ mod tests {
     /// keys) opens, and its pending approval reads with the defaults.
     #[test]
     fn an_older_database_gets_the_new_columns() {
-        let dir = std::env::temp_dir().join(format!("parallax-store-migrate-{}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("parallax-store-migrate-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("old.db");

@@ -541,6 +541,17 @@ impl DecisionService {
             .map(|r| r.action.min(Action::Redact))
             .max()
             .unwrap_or(Action::Allow);
+        // The approve rules' own transforms rewrite what goes ahead once
+        // approved: the approved answer is then a redact with that event.
+        let approved_event = report.held_rewrite.take();
+        let approved_action = if approved_event
+            .as_ref()
+            .is_some_and(|e| *e != event.to_value())
+        {
+            approved_action.max(Action::Redact)
+        } else {
+            approved_action
+        };
         let mut masked = event.clone();
         parallax_runtime::mask_secrets(engine, &mut masked);
         let created = approvals::now();
@@ -561,7 +572,7 @@ impl DecisionService {
             event: masked.to_value(),
             session_id: event.session_id.clone(),
             approved_action,
-            approved_event: report.held_rewrite.take(),
+            approved_event,
             via: {
                 // Every notifier unless each asking rule names where.
                 let mut via: Vec<String> = specs.iter().flat_map(|s| s.via.clone()).collect();
@@ -815,9 +826,11 @@ pub fn resolve(mut report: Report, a: &Approval) -> Report {
         } else {
             None
         };
+        report.rewritten_event.clone_from(&report.redacted_event);
     } else {
         report.action = Action::Block;
         report.redacted_event = None;
+        report.rewritten_event = None;
         report.redacted = None;
     }
     report.blocked = report.action == Action::Block;
