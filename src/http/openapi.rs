@@ -47,6 +47,9 @@ pub fn document() -> Value {
             {"name": "operations", "description": "Health, metrics and reload."},
             {"name": "approvals", "description": "Calls held for a human (docs/APPROVALS.md)."},
             {"name": "hooks", "description": "Agents' own hook transports (docs/integrations/)."},
+            {"name": "dashboard", "description": "The dashboard at /ui: the page is public, \
+                its data (/ui/api/...) takes the API's token."},
+            {"name": "stream", "description": "Server-sent events: the answer never ends."},
             {"name": "proxy", "description": "The model-API proxy, served with `--mode proxy` \
                 (docs/PROXY.md): requests pass through to the provider, inspected on the way."}
         ],
@@ -358,6 +361,76 @@ fn paths() -> Value {
                 ),
             }
         },
+        "/ui": {
+            "get": {
+                "operationId": "dashboard",
+                "tags": ["dashboard"],
+                "summary": "The dashboard page",
+                "security": [],
+                "responses": responses(
+                    &[("200", json!({
+                        "description": "The page.",
+                        "content": {"text/html": {"schema": {"type": "string"}}}
+                    }))],
+                    &[],
+                ),
+            }
+        },
+        "/ui/{asset}": {
+            "get": {
+                "operationId": "dashboardAsset",
+                "tags": ["dashboard"],
+                "summary": "The dashboard's scripts and styles, carried in the binary",
+                "security": [],
+                "parameters": [{
+                    "name": "asset",
+                    "in": "path",
+                    "required": true,
+                    "description": "e.g. `app.js`, `app.css`.",
+                    "schema": {"type": "string"}
+                }],
+                "responses": responses(
+                    &[("200", json!({"description": "The file, with its own content type."}))],
+                    &[("404", "No such dashboard file (`not_found`).")],
+                ),
+            }
+        },
+        "/ui/api/overview": dashboard_api("dashboardOverview", "What is running and the \
+            counters since start", &[]),
+        "/ui/api/hits": dashboard_api("dashboardHits", "Decisions and rule hits over a \
+            window", &[json!({
+                "name": "window",
+                "in": "query",
+                "required": false,
+                "description": format!(
+                    "Seconds, clamped to 60..{max} ({default} without it).",
+                    max = crate::dashboard::hits::MAX_WINDOW_SECS,
+                    default = crate::dashboard::hits::DEFAULT_WINDOW_SECS
+                ),
+                "schema": {"type": "integer", "minimum": 0}
+            })]),
+        "/ui/api/rules/{id}": dashboard_api("dashboardRule", "One rule in force, as \
+            written", &[json!({
+                "name": "id",
+                "in": "path",
+                "required": true,
+                "description": "The rule id.",
+                "schema": {"type": "string"}
+            })]),
+        "/ui/api/stream": {
+            "get": {
+                "operationId": "dashboardStream",
+                "tags": ["dashboard", "stream"],
+                "summary": "Decisions as they are made (server-sent events)",
+                "responses": responses(
+                    &[("200", json!({
+                        "description": "An event stream that stays open.",
+                        "content": {"text/event-stream": {"schema": {"type": "string"}}}
+                    }))],
+                    &[AUTH],
+                ),
+            }
+        },
         "/anthropic/{path}": proxy_op("anthropicProxy", "Anthropic"),
         "/openai/{path}": proxy_op("openaiProxy", "OpenAI"),
     })
@@ -386,6 +459,29 @@ fn decide_op(operation_id: &str, summary: &str) -> Value {
                     ("404", "No such approval (`not_found`)."),
                     ("409", "Decided or expired already (`approval_closed`); the body \
                              carries the approval with the outcome on record."),
+                ],
+            ),
+        }
+    })
+}
+
+/// A dashboard data endpoint: GET, the API's token, a JSON object.
+fn dashboard_api(operation_id: &str, summary: &str, parameters: &[Value]) -> Value {
+    json!({
+        "get": {
+            "operationId": operation_id,
+            "tags": ["dashboard"],
+            "summary": summary,
+            "parameters": parameters,
+            "responses": responses(
+                &[("200", json!({
+                    "description": "The data the page draws.",
+                    "content": {"application/json": {"schema": {"type": "object"}}}
+                }))],
+                &[
+                    ("400", "A `window` that is not a number of seconds (`invalid_query`)."),
+                    AUTH,
+                    ("404", "No such rule, or no such dashboard endpoint (`not_found`)."),
                 ],
             ),
         }
