@@ -213,7 +213,10 @@ fn main() {
             .await
             .expect("bind");
         let px_addr = listener.local_addr().expect("addr");
-        let doors = Doors { proxy: Some(proxy) };
+        let doors = Doors {
+            proxy: Some(proxy),
+            ..Doors::default()
+        };
         tokio::spawn(parallax::http::serve_doors(
             listener,
             service,

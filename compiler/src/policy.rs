@@ -129,7 +129,10 @@ fn translate_after_hours_hours(when: &str) -> Result<String, String> {
         };
         if let Some(h) = hours {
             if h.iter().any(|h| *h > 24) {
-                return Err(format!("after_hours({}): hours are 0 to 24", &rest[..close]));
+                return Err(format!(
+                    "after_hours({}): hours are 0 to 24",
+                    &rest[..close]
+                ));
             }
             out.push_str(&format!(
                 "{}, '{:02}:00', '{:02}:00'",
@@ -148,7 +151,11 @@ fn translate_after_hours_hours(when: &str) -> Result<String, String> {
 fn list_literal(items: &[String]) -> String {
     format!(
         "[{}]",
-        items.iter().map(|i| quote(i)).collect::<Vec<_>>().join(", ")
+        items
+            .iter()
+            .map(|i| quote(i))
+            .collect::<Vec<_>>()
+            .join(", ")
     )
 }
 

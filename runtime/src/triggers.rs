@@ -122,7 +122,11 @@ pub fn adapter(event: &PreparedEvent) -> Option<&str> {
 }
 
 fn metadata(event: &PreparedEvent) -> Option<&serde_json::Map<String, Json>> {
-    event.event.tool_args.get("metadata").and_then(Json::as_object)
+    event
+        .event
+        .tool_args
+        .get("metadata")
+        .and_then(Json::as_object)
 }
 
 /// The call's recipients: `tool_args.recipient` (or `recipients`), a
