@@ -4,105 +4,24 @@
 //!
 //! The SDKs live in a virtual environment, `PARALLAX_PYTHON_VENV` (a
 //! relative path is taken from the repository root), by default `.venv`;
-//! `.ci/run` creates it from tests/python/requirements.txt. Without it the
+//! `.ci/steps/10-python-venv.sh` creates it from
+//! tests/python/requirements.txt. Without it the
 //! suite says on stderr that it was skipped and passes, like the
 //! conformance suites without their corpora; under `CI=true` a missing venv
 //! fails instead, so CI cannot quietly stop running it.
 
-use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
-
-const ENV: &str = "PARALLAX_PYTHON_VENV";
-/// The whole suite takes seconds; this only bounds a hang.
-const TIMEOUT: Duration = Duration::from_secs(300);
-
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn venv() -> PathBuf {
-    match std::env::var_os(ENV).filter(|v| !v.is_empty()) {
-        Some(dir) => repo().join(dir),
-        None => repo().join(".venv"),
-    }
-}
-
-/// Reads a child's pipe to the end on a thread of its own (so neither pipe
-/// can fill up and stall the child).
-fn drain(pipe: impl Read + Send + 'static) -> std::thread::JoinHandle<String> {
-    std::thread::spawn(move || {
-        let mut pipe = pipe;
-        let mut buf = Vec::new();
-        let _ = pipe.read_to_end(&mut buf);
-        String::from_utf8_lossy(&buf).into_owned()
-    })
-}
+#[path = "support/pytest.rs"]
+mod pytest;
 
 #[test]
 fn python_sdks_through_the_proxy() {
-    let venv = venv();
-    let python = venv.join("bin/python");
-    if !python.exists() {
-        let why = format!(
-            "Python SDK proxy tests — no venv at {} (.ci/run creates it; or set {ENV})",
-            venv.display()
-        );
-        if std::env::var("CI").is_ok_and(|v| v == "true") {
-            panic!("{why}; with CI=true a missing venv fails instead of being skipped");
-        }
-        // Straight to the process's stderr: a passing test's eprintln! is
-        // captured by the harness and never shown.
-        let _ = writeln!(std::io::stderr(), "skipped: {why}");
-        return;
+    pytest::Suite {
+        name: "python SDK suite",
+        venv_env: "PARALLAX_PYTHON_VENV",
+        default_venv: ".venv",
+        made_by: ".ci/steps/10-python-venv.sh",
+        tests: "tests/python",
+        paths_env: &[],
     }
-    let mut child = Command::new(&python)
-        .args([
-            "-m",
-            "pytest",
-            "tests/python",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-        ])
-        .current_dir(repo())
-        .env("PARALLAX_BIN", env!("CARGO_BIN_EXE_parallax"))
-        .env("PYTHONDONTWRITEBYTECODE", "1")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", python.display()));
-    let out = drain(child.stdout.take().expect("stdout is piped"));
-    let err = drain(child.stderr.take().expect("stderr is piped"));
-    let started = Instant::now();
-    let status = loop {
-        match child.try_wait().expect("wait for pytest") {
-            Some(status) => break Some(status),
-            None if started.elapsed() > TIMEOUT => {
-                let _ = child.kill();
-                let _ = child.wait();
-                break None;
-            }
-            None => std::thread::sleep(Duration::from_millis(100)),
-        }
-    };
-    let out = out.join().unwrap_or_default();
-    let err = err.join().unwrap_or_default();
-    match status {
-        None => panic!(
-            "pytest did not finish within {} s and was killed\n--- stdout\n{out}\n--- stderr\n{err}",
-            TIMEOUT.as_secs()
-        ),
-        // 5 is pytest's "no tests collected": a suite that ran nothing failed.
-        Some(s) if !s.success() => panic!(
-            "the Python SDK suite failed ({s})\n--- stdout\n{out}\n--- stderr\n{err}"
-        ),
-        Some(_) => {
-            // Its summary, straight to stderr (a passing test's output is hidden).
-            let summary = out.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
-            let _ = writeln!(std::io::stderr(), "python SDK suite: {summary}");
-        }
-    }
+    .run(env!("CARGO_BIN_EXE_parallax"));
 }
