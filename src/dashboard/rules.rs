@@ -109,7 +109,8 @@ mod tests {
         let atoms = d["atoms"].as_array().cloned().unwrap_or_default();
         assert!(!atoms.is_empty());
         for a in &atoms {
-            assert_eq!(a["field"], "command");
+            // The rule reads the command as a shell parses it (issue 20).
+            assert_eq!(a["field"], "shell");
             let path = a["path"].as_str().unwrap_or_default();
             assert!(
                 ["literal", "dfa", "prefiltered", "verified", "backtrack"].contains(&path),
