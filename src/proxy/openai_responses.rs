@@ -83,8 +83,10 @@ fn call_event(item: &Value) -> Option<(Value, String)> {
                     Vec::new()
                 };
                 commands.extend(embedded_commands(code));
+                // One script, a command a line: the shell analysis reads an
+                // array as one command's argv, which these are not.
                 if !commands.is_empty() {
-                    args["command"] = json!(commands);
+                    args["command"] = json!(commands.join("\n"));
                 }
             }
             (name, args)
