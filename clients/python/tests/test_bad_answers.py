@@ -37,7 +37,7 @@ class Scripted:
             except OSError:
                 return
             self.open.append(conn)
-            conn.recv(65536)
+            _read_request(conn)
             if self.answer is not None:
                 conn.sendall(self.answer)
                 conn.close()
@@ -46,6 +46,29 @@ class Scripted:
         self.sock.close()
         for c in self.open:
             c.close()
+
+
+def _read_request(conn: socket.socket) -> None:
+    """Reads the whole request (headers, then Content-Length bytes of body):
+    closing a socket with unread data resets the connection, and the client
+    would see that instead of the scripted answer."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = conn.recv(65536)
+        if not chunk:
+            return
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = 0
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value.strip() or b"0")
+    while len(body) < length:
+        chunk = conn.recv(65536)
+        if not chunk:
+            return
+        body += chunk
 
 
 def http(status: str, body: bytes, extra: str = "") -> bytes:
