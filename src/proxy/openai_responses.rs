@@ -805,7 +805,7 @@ mod tests {
         let item = json!({"type": "custom_tool_call", "name": "shell", "call_id": "c",
                           "input": "rm -rf /"});
         let (event, _) = call_event(&item).unwrap();
-        assert_eq!(event["tool_args"]["command"], json!(["rm -rf /"]));
+        assert_eq!(event["tool_args"]["command"], json!("rm -rf /"));
         let patch = json!({"type": "custom_tool_call", "name": "apply_patch", "call_id": "c",
                            "input": "*** Begin Patch"});
         let (event, _) = call_event(&patch).unwrap();
@@ -818,6 +818,6 @@ mod tests {
                           "input": "await tools.exec_command({cmd: \"rm -rf /\"})"});
         let (event, name) = call_event(&item).unwrap();
         assert_eq!(name, "exec");
-        assert_eq!(event["tool_args"]["command"], json!(["rm -rf /"]));
+        assert_eq!(event["tool_args"]["command"], json!("rm -rf /"));
     }
 }
