@@ -46,7 +46,9 @@ pub fn plugin_dir(config: &Path) -> PathBuf {
         .join(PLUGIN_ID)
 }
 
-fn parse(path: &Path, bytes: &[u8]) -> Result<Json, String> {
+/// OpenClaw's config as a JSON object (empty when the file is blank);
+/// anything else is an error saying nothing was written.
+pub(super) fn parse(path: &Path, bytes: &[u8]) -> Result<Json, String> {
     let text = std::str::from_utf8(bytes)
         .map_err(|_| format!("{} is not UTF-8 text; nothing written", path.display()))?;
     if text.trim().is_empty() {

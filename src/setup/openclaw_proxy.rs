@@ -17,6 +17,7 @@
 //! the backup's bytes are put back ([`super::finish_revert`]).
 
 use super::json::Json;
+use super::openclaw::parse;
 use super::{backup_path, read_optional, write_atomic, Outcome};
 use std::path::Path;
 
@@ -67,28 +68,6 @@ pub struct Options {
     pub model: String,
     /// The variable OpenClaw reads the API key from (`${VAR}`).
     pub key_env: String,
-}
-
-fn parse(path: &Path, bytes: &[u8]) -> Result<Json, String> {
-    let text = std::str::from_utf8(bytes)
-        .map_err(|_| format!("{} is not UTF-8 text; nothing written", path.display()))?;
-    if text.trim().is_empty() {
-        return Ok(Json::Object(Vec::new()));
-    }
-    let root = Json::parse(text).map_err(|e| {
-        format!(
-            "cannot parse {} as JSON ({e}; comments and other JSON5 are not edited); fix or \
-             move it, nothing written",
-            path.display()
-        )
-    })?;
-    if !matches!(root, Json::Object(_)) {
-        return Err(format!(
-            "{}: the top level is not a JSON object; nothing written",
-            path.display()
-        ));
-    }
-    Ok(root)
 }
 
 /// The object at `keys` under `root`, created (empty) where absent.
