@@ -27,7 +27,9 @@ pub fn is_ours(handler: &Json, framework: &str) -> bool {
     })
 }
 
-fn parse(path: &Path, bytes: &[u8]) -> Result<Json, String> {
+/// A settings file as a JSON object (empty when blank); anything else is
+/// an error saying nothing was written.
+pub(super) fn parse(path: &Path, bytes: &[u8]) -> Result<Json, String> {
     let text = std::str::from_utf8(bytes)
         .map_err(|_| format!("{} is not UTF-8 text; nothing written", path.display()))?;
     if text.trim().is_empty() {

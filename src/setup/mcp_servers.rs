@@ -21,6 +21,7 @@
 //! [`super::codex_mcp`].
 
 use super::claudecode::Scope;
+use super::hooks_file::parse;
 use super::json::Json;
 use super::{backup_path, read_optional, write_atomic, Outcome};
 use std::path::{Path, PathBuf};
@@ -135,27 +136,6 @@ pub fn claude_location(scope: Scope, home: &Path, project: &Path) -> (PathBuf, V
             ],
         ),
     }
-}
-
-fn parse(path: &Path, bytes: &[u8]) -> Result<Json, String> {
-    let text = std::str::from_utf8(bytes)
-        .map_err(|_| format!("{} is not UTF-8 text; nothing written", path.display()))?;
-    if text.trim().is_empty() {
-        return Ok(Json::Object(Vec::new()));
-    }
-    let root = Json::parse(text).map_err(|e| {
-        format!(
-            "cannot parse {} as JSON ({e}); fix or move it, nothing written",
-            path.display()
-        )
-    })?;
-    if !matches!(root, Json::Object(_)) {
-        return Err(format!(
-            "{}: the top level is not a JSON object; nothing written",
-            path.display()
-        ));
-    }
-    Ok(root)
 }
 
 /// The `mcpServers` object at `keys` inside `root`, if there is one.
