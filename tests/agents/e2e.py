@@ -109,19 +109,15 @@ def check(cond: bool, what: str, failures: list[str]) -> None:
 
 def outer(args: argparse.Namespace) -> int:
     """Re-run this script inside a loopback-only network namespace."""
-    cmd = [
-        "timeout",
-        "-k",
-        "5",
-        str(NAMESPACE_TIMEOUT),
-        "unshare",
-        "--net",
-        "--",
-        sys.executable,
-        str(Path(__file__).resolve()),
-        "--inside",
-        *sys.argv[1:],
-    ]
+    return reexec_in_namespace(Path(__file__))
+
+
+def reexec_in_namespace(script: Path) -> int:
+    """Run `script --inside ARGS` in a fresh network namespace (it brings
+    up loopback itself), bounded by NAMESPACE_TIMEOUT; every driver here
+    starts this way."""
+    cmd = ["timeout", "-k", "5", str(NAMESPACE_TIMEOUT), "unshare", "--net", "--"]
+    cmd += [sys.executable, str(script.resolve()), "--inside", *sys.argv[1:]]
     return subprocess.run(cmd).returncode
 
 
@@ -274,6 +270,34 @@ def run_claude(bin_dir: Path, root: Path, work: Path, base_url: str) -> subproce
     return run_bounded(cmd, env, work)
 
 
+def codex_config_text(base_url: str) -> str:
+    """A user's config.toml selecting the fake model at `base_url`."""
+    return "\n".join(
+        [
+            'model = "gpt-5.1-codex"',
+            'model_provider = "fake"',
+            'approval_policy = "never"',
+            'sandbox_mode = "danger-full-access"',
+            "",
+            # Without these Codex spends ~5 s on lookups that cannot
+            # succeed in the namespace (curated plugin sync from
+            # github.com, metrics export to ab.chatgpt.com).
+            "[features]",
+            "plugins = false",
+            "",
+            "[analytics]",
+            "enabled = false",
+            "",
+            "[model_providers.fake]",
+            'name = "fake"',
+            f"base_url = {json.dumps(base_url)}",
+            'wire_api = "responses"',
+            'env_key = "PARALLAX_E2E_KEY"',
+            "",
+        ]
+    )
+
+
 def run_codex(
     bin_dir: Path, root: Path, work: Path, base_url: str, prepare: Any = None
 ) -> subprocess.CompletedProcess:
@@ -282,32 +306,7 @@ def run_codex(
     home, tmp = root / "home", root / "tmp"
     codex_home = root / "codex-home"
     codex_home.mkdir()
-    (codex_home / "config.toml").write_text(
-        "\n".join(
-            [
-                'model = "gpt-5.1-codex"',
-                'model_provider = "fake"',
-                'approval_policy = "never"',
-                'sandbox_mode = "danger-full-access"',
-                "",
-                # Without these Codex spends ~5 s on lookups that cannot
-                # succeed in the namespace (curated plugin sync from
-                # github.com, metrics export to ab.chatgpt.com).
-                "[features]",
-                "plugins = false",
-                "",
-                "[analytics]",
-                "enabled = false",
-                "",
-                "[model_providers.fake]",
-                'name = "fake"',
-                f"base_url = {json.dumps(base_url)}",
-                'wire_api = "responses"',
-                'env_key = "PARALLAX_E2E_KEY"',
-                "",
-            ]
-        )
-    )
+    (codex_home / "config.toml").write_text(codex_config_text(base_url))
     if prepare is not None:
         prepare(codex_home)
     env = agent_env(home, tmp)
@@ -444,21 +443,35 @@ def inside(args: argparse.Namespace) -> int:
     except Failure as e:
         failures.append(str(e))
     finally:
-        for p in procs:
-            if p.poll() is None:
-                p.terminate()
-                try:
-                    p.wait(5)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait(5)
+        stop_processes(procs)
+    return finish(summary, failures, root, args.keep)
+
+
+def stop_processes(procs: list[subprocess.Popen]) -> None:
+    """Terminate what a run started, killing what ignores it."""
+    for p in procs:
+        if p.poll() is None:
+            p.terminate()
+            try:
+                p.wait(5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait(5)
+
+
+RUN_LOGS = ("agent.stdout", "agent.stderr", "parallax.stderr", "fake.stderr")
+
+
+def finish(summary: dict, failures: list[str], root: Path, keep: bool) -> int:
+    """Print the logs of a failed run (or remove a passed run's directory
+    unless kept), then the JSON summary as the last line; the exit status."""
     summary["failures"] = failures
     if failures:
-        for name in ("agent.stdout", "agent.stderr", "parallax.stderr", "fake.stderr"):
+        for name in RUN_LOGS:
             f = root / name
             if f.exists() and f.stat().st_size:
                 print(f"--- {name} (last 3000 chars)\n{f.read_text()[-3000:]}")
-    elif not args.keep:
+    elif not keep:
         shutil.rmtree(root, ignore_errors=True)
     print(json.dumps(summary))
     return 1 if failures else 0

@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -81,29 +80,7 @@ def run_parallax(binary: str, args: list[str], env: dict, cwd: Path) -> subproce
 
 def write_codex_config(codex_home: Path, base_url: str) -> None:
     codex_home.mkdir(exist_ok=True)
-    (codex_home / "config.toml").write_text(
-        "\n".join(
-            [
-                'model = "gpt-5.1-codex"',
-                'model_provider = "fake"',
-                'approval_policy = "never"',
-                'sandbox_mode = "danger-full-access"',
-                "",
-                "[features]",
-                "plugins = false",
-                "",
-                "[analytics]",
-                "enabled = false",
-                "",
-                "[model_providers.fake]",
-                'name = "fake"',
-                f"base_url = {json.dumps(base_url)}",
-                'wire_api = "responses"',
-                'env_key = "PARALLAX_E2E_KEY"',
-                "",
-            ]
-        )
-    )
+    (codex_home / "config.toml").write_text(e2e.codex_config_text(base_url))
 
 
 def run_agent(args: argparse.Namespace, root: Path, work: Path, fake_port: int):
@@ -275,24 +252,8 @@ def inside(args: argparse.Namespace) -> int:
     except e2e.Failure as e:
         failures.append(str(e))
     finally:
-        for p in procs:
-            if p.poll() is None:
-                p.terminate()
-                try:
-                    p.wait(5)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait(5)
-    summary["failures"] = failures
-    if failures:
-        for name in ("agent.stdout", "agent.stderr", "parallax.stderr", "fake.stderr"):
-            f = root / name
-            if f.exists() and f.stat().st_size:
-                print(f"--- {name} (last 3000 chars)\n{f.read_text()[-3000:]}")
-    elif not args.keep:
-        shutil.rmtree(root, ignore_errors=True)
-    print(json.dumps(summary))
-    return 1 if failures else 0
+        e2e.stop_processes(procs)
+    return e2e.finish(summary, failures, root, args.keep)
 
 
 def check_audit(
@@ -343,9 +304,7 @@ def main() -> int:
         args.out = str(Path(args.out).resolve())
     if args.inside:
         return inside(args)
-    cmd = ["timeout", "-k", "5", str(e2e.NAMESPACE_TIMEOUT), "unshare", "--net", "--"]
-    cmd += [sys.executable, str(Path(__file__).resolve()), "--inside", *sys.argv[1:]]
-    return subprocess.run(cmd).returncode
+    return e2e.reexec_in_namespace(Path(__file__))
 
 
 if __name__ == "__main__":

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -177,24 +176,8 @@ def inside(args: argparse.Namespace) -> int:
     except e2e.Failure as e:
         failures.append(str(e))
     finally:
-        for p in procs:
-            if p.poll() is None:
-                p.terminate()
-                try:
-                    p.wait(5)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait(5)
-    summary["failures"] = failures
-    if failures:
-        for name in ("agent.stdout", "agent.stderr", "fake.stderr"):
-            f = root / name
-            if f.exists() and f.stat().st_size:
-                print(f"--- {name} (last 3000 chars)\n{f.read_text()[-3000:]}")
-    elif not args.keep:
-        shutil.rmtree(root, ignore_errors=True)
-    print(json.dumps(summary))
-    return 1 if failures else 0
+        e2e.stop_processes(procs)
+    return e2e.finish(summary, failures, root, args.keep)
 
 
 def main() -> int:
@@ -207,9 +190,7 @@ def main() -> int:
     args = ap.parse_args()
     if args.inside:
         return inside(args)
-    cmd = ["timeout", "-k", "5", str(e2e.NAMESPACE_TIMEOUT), "unshare", "--net", "--"]
-    cmd += [sys.executable, str(Path(__file__).resolve()), "--inside", *sys.argv[1:]]
-    return subprocess.run(cmd).returncode
+    return e2e.reexec_in_namespace(Path(__file__))
 
 
 if __name__ == "__main__":
