@@ -22,13 +22,16 @@ pub struct EventRow {
     pub tool_args: Option<String>,
     /// Bytes of text in the event (message, argument and result strings).
     pub text_len: i64,
+    /// The event's `metadata` as JSON text (bounded as `tool_args` is), or
+    /// NULL: where trace-shaped rules read a span's kind and attributes.
+    pub metadata: Option<String>,
 }
 
 /// Longest `command`, `path` or `url` value stored, in bytes. Single-event
 /// rules see the whole text; the window only needs enough to recognise a
 /// call, and a bounded row is what keeps `max_rows` a memory bound.
 pub const MAX_FIELD_BYTES: usize = 1024;
-/// Longest `tool_args` JSON stored; larger arguments are replaced by
+/// Longest `tool_args` (and `metadata`) JSON stored; larger arguments are replaced by
 /// `{"truncated": true, "bytes": N, "hash": "..."}` (valid JSON, and equal
 /// only for equal arguments, so loop rules still compare calls).
 pub const MAX_ARGS_BYTES: usize = 4096;
@@ -100,6 +103,7 @@ impl EventRow {
             url: joined(event, Canonical::Url),
             tool_args: args_json(&e.tool_args),
             text_len,
+            metadata: args_json(&e.metadata),
         }
     }
 }

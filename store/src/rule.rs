@@ -151,9 +151,10 @@ pub fn check_rule(query: &str, condition: &str, reason: Option<&str>) -> Result<
     let code = compile_rule(&conn, query, condition, reason)?;
     conn.execute(
         "INSERT INTO events (ts, client_ts, stage, session_id, user_id, channel, tool_name, \
-         command, path, url, tool_args, text_len, action, rule_ids) VALUES (1000, 1000, \
-         'tool.before', 's', 'u', 'c', 'Bash', 'ls -la', '/tmp/x', 'https://example.com/', \
-         '{\"command\":\"ls -la\"}', 6, 'block', '[\"r\"]')",
+         command, path, url, tool_args, text_len, action, rule_ids, metadata) VALUES (1000, \
+         1000, 'tool.before', 's', 'u', 'c', 'Bash', 'ls -la', '/tmp/x', 'https://example.com/', \
+         '{\"command\":\"ls -la\"}', 6, 'block', '[\"r\"]', \
+         '{\"span_kind\":\"TOOL\",\"attributes\":{\"tool.name\":\"Bash\"}}')",
         [],
     )
     .map_err(|e| format!("cannot write the sample row: {e}"))?;

@@ -6,14 +6,18 @@
 
 use rusqlite::Connection;
 
-/// Stored in `PRAGMA user_version` of a state file.
-pub const SCHEMA_VERSION: i64 = 1;
+/// Stored in `PRAGMA user_version` of a state file. Version 2 added
+/// `metadata`; a version-1 file gains the column on open (see [`init`]).
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// `ts` is the store's clock (server time, epoch seconds): windows are
 /// measured on it, so a client cannot move its events out of a window.
 /// `client_ts` is the event's own `timestamp`, kept for queries that want
 /// it. Multi-valued canonical fields (several paths in one call) are joined
-/// with newlines. `rule_ids` is a JSON array, for `json_each`.
+/// with newlines. `rule_ids` is a JSON array, for `json_each`. `metadata`
+/// is the event's caller data as JSON: what a trace-shaped rule (an ATR
+/// `trace:`/`behavioral:` rule, see `docs/ATR.md`) reads span kinds and
+/// attributes from.
 ///
 /// `stage` rides in the session index so that a window walk filtered on
 /// the stage (a rate rule counting tool calls) reads the index alone and
@@ -36,7 +40,8 @@ CREATE TABLE IF NOT EXISTS events (
     tool_args  TEXT,
     text_len   INTEGER NOT NULL,
     action     TEXT NOT NULL,
-    rule_ids   TEXT NOT NULL
+    rule_ids   TEXT NOT NULL,
+    metadata   TEXT
 );
 DROP INDEX IF EXISTS events_session_ts;
 CREATE INDEX IF NOT EXISTS events_session_ts_stage ON events(session_id, ts, stage);
@@ -45,7 +50,7 @@ CREATE INDEX IF NOT EXISTS events_session_action_ts ON events(session_id, action
 ";
 
 /// The columns of `events`, in order (checked against a state file).
-pub const COLUMNS: [&str; 15] = [
+pub const COLUMNS: [&str; 16] = [
     "id",
     "ts",
     "client_ts",
@@ -61,6 +66,7 @@ pub const COLUMNS: [&str; 15] = [
     "text_len",
     "action",
     "rule_ids",
+    "metadata",
 ];
 
 /// Compiled REGEXP patterns kept per connection; past this many distinct
@@ -139,7 +145,12 @@ pub fn init(conn: &Connection) -> Result<(), String> {
             |r| r.get(0),
         )
         .map_err(|e| e.to_string())?;
-    if has_table && version != SCHEMA_VERSION {
+    // Version 1 lacked `metadata` only: add it (NULL for the old rows, as
+    // for an event without metadata) rather than refuse a window.
+    if has_table && version == 1 {
+        conn.execute_batch("ALTER TABLE events ADD COLUMN metadata TEXT")
+            .map_err(|e| format!("cannot add `metadata` to a version-1 state file: {e}"))?;
+    } else if has_table && version != SCHEMA_VERSION {
         return Err(format!(
             "the state file has side-store schema version {version}, this build uses \
              {SCHEMA_VERSION}; move the file away to start a fresh window"
@@ -166,4 +177,45 @@ pub fn init(conn: &Connection) -> Result<(), String> {
     conn.pragma_update(None, "user_version", SCHEMA_VERSION)
         .map_err(|e| e.to_string())?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A state file written by the version-1 schema (no `metadata`) keeps
+    /// its rows and gains the column; any other version is refused.
+    #[test]
+    fn a_version_1_file_gains_metadata_and_keeps_its_rows() {
+        let dir = std::env::temp_dir().join(format!("parallax-schema-v1-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("state.db");
+        let _ = std::fs::remove_file(&path);
+        {
+            let conn = Connection::open(&path).unwrap();
+            let v1 = SCHEMA.replace(",\n    metadata   TEXT\n", "\n");
+            conn.execute_batch(&v1).unwrap();
+            conn.execute(
+                "INSERT INTO events (ts, stage, text_len, action, rule_ids) \
+                 VALUES (1, 'tool.before', 0, 'allow', '[]')",
+                [],
+            )
+            .unwrap();
+            conn.pragma_update(None, "user_version", 1).unwrap();
+        }
+        let conn = Connection::open(&path).unwrap();
+        init(&conn).unwrap();
+        let (n, meta): (i64, Option<String>) = conn
+            .query_row("SELECT count(*), max(metadata) FROM events", [], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .unwrap();
+        assert_eq!((n, meta), (1, None));
+        drop(conn);
+        let conn = Connection::open(&path).unwrap();
+        conn.pragma_update(None, "user_version", 7).unwrap();
+        let err = init(&conn).unwrap_err();
+        assert!(err.contains("schema version 7"), "{err}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

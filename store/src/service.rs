@@ -314,6 +314,7 @@ mod tests {
                 url: None,
                 tool_args: None,
                 text_len: n,
+                metadata: None,
             },
             action: Action::Allow,
             rule_ids: Vec::new(),

@@ -276,8 +276,8 @@ impl Store {
         let ids = serde_json::to_string(rule_ids).unwrap_or_else(|_| "[]".into());
         let mut stmt = self.conn.prepare_cached(
             "INSERT INTO events (ts, client_ts, stage, session_id, user_id, channel, tool_name, \
-             command, path, url, tool_args, text_len, action, rule_ids) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+             command, path, url, tool_args, text_len, action, rule_ids, metadata) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
         )?;
         stmt.execute(rusqlite::params![
             now,
@@ -294,6 +294,7 @@ impl Store {
             row.text_len,
             action.as_str(),
             ids,
+            row.metadata,
         ])?;
         Ok(self.conn.last_insert_rowid())
     }
