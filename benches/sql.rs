@@ -2,6 +2,9 @@
 //! of 100,000 rows and the shipped temporal rules loaded:
 //! - `store/process`: record + every SQL rule, on the store's thread
 //!   (what one event costs the store);
+//! - `store/process_guarded`: the same with the rules' cheap
+//!   preconditions applied (`parallax_store::guard`): a rule whose guard is
+//!   false for the event runs no query;
 //! - `store/record_only`: record, no rules (an event an earlier evaluator
 //!   blocked);
 //! - `handle/roundtrip`: `process` through the channel to the store thread
@@ -74,6 +77,7 @@ fn request(session: usize, i: usize) -> StoreRequest {
         rule_ids: Vec::new(),
         run_rules: true,
         now: None,
+        rules: None,
     }
 }
 
@@ -117,6 +121,33 @@ fn sql(c: &mut Criterion) -> f64 {
             )
         })
     });
+    // What the decision service sends: each rule's cheap precondition
+    // (guard) decides whether its query runs at all.
+    let routing = parallax_store::SqlRouting::of(&program);
+    let guarded: Vec<StoreRequest> = requests
+        .iter()
+        .map(|r| {
+            let mut r = r.clone();
+            r.rules = routing.rules_for(&r.row);
+            r.run_rules = r.rules.is_some();
+            r
+        })
+        .collect();
+    let before = store.queries_run();
+    let mut calls = 0u64;
+    g.bench_function("process_guarded", |b| {
+        b.iter(|| {
+            i += 1;
+            calls += 1;
+            clock.advance(0.01);
+            black_box(store.process(&guarded[i % guarded.len()]).expect("process"))
+        })
+    });
+    println!(
+        "\nprocess_guarded: {:.2} rule queries per event ({} rules loaded)",
+        (store.queries_run() - before) as f64 / calls.max(1) as f64,
+        program.sql.len()
+    );
     g.bench_function("record_only", |b| {
         b.iter(|| {
             i += 1;
@@ -295,6 +326,7 @@ fn hot_cost(store: &mut Store, clock: &ManualClock, next: &mut usize) -> f64 {
             rule_ids: Vec::new(),
             run_rules: true,
             now: None,
+            rules: None,
         })
         .collect();
     let mut batches: Vec<f64> = (0..7)
@@ -354,6 +386,7 @@ fn hot_session(c: &mut Criterion, program: &Program) -> f64 {
                     rule_ids: Vec::new(),
                     run_rules: true,
                     now: None,
+                    rules: None,
                 })
                 .collect();
             b.iter(|| {

@@ -508,6 +508,7 @@ pub fn compile(rules: &RuleSet, limits: &Limits) -> Compiled {
                     rule: metas.len() as u32,
                     query: q.query.clone(),
                     condition: q.condition.clone(),
+                    guards: parallax_store::preconditions(&q.query, &q.condition),
                 });
             }
             metas.push(RuleMeta {

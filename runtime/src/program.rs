@@ -126,6 +126,13 @@ pub struct SqlRuleSpec {
     pub query: String,
     /// A small CEL-style expression over the first row's columns.
     pub condition: String,
+    /// The rule's cheap preconditions, found and proved by the compiler
+    /// (`parallax_store::guard`): SQL expressions over the event's own
+    /// fields, all of which must be true for the rule to fire. The
+    /// decision service evaluates them without the store and skips the
+    /// rule's query when one is false.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub guards: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

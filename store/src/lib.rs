@@ -9,6 +9,7 @@
 
 pub mod clock;
 pub mod condition;
+pub mod guard;
 pub mod request;
 pub mod routing;
 pub mod rule;
@@ -19,7 +20,8 @@ pub mod template;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use request::{late_matches, EventRow, SqlHit, StoreRequest};
-pub use routing::{Route, SqlRouting};
+pub use guard::{preconditions, Guard};
+pub use routing::{Route, RuleMask, SqlRouting};
 pub use rule::{check_rule, compile_rule, query_plan, Param, SqlRuleCode};
 pub use service::StoreHandle;
 pub use store::{Store, StoreError};

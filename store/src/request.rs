@@ -123,6 +123,10 @@ pub struct StoreRequest {
     /// The clock for this event; `None` uses the store's clock. `parallax
     /// eval` passes each event's own timestamp to replay a session.
     pub now: Option<f64>,
+    /// Which rules to run ([`crate::SqlRouting::rules_for`]: the others'
+    /// guards are false for this event); `None` runs every rule at the
+    /// event's stage.
+    pub rules: Option<crate::RuleMask>,
 }
 
 impl StoreRequest {
@@ -142,6 +146,7 @@ impl StoreRequest {
                 .collect(),
             run_rules: verdict.action != Action::Block,
             now,
+            rules: None,
         }
     }
 }

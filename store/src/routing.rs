@@ -17,8 +17,17 @@
 //!   each session's order, so the session's next event still sees it.
 //! - **Judge**: the event is recorded and the rules at its stage run on
 //!   it; the caller waits for their hits.
+//!
+//! A judged event then goes through the rules' cheap preconditions
+//! ([`crate::guard`], found by the compiler): a rule whose guard is false
+//! for the event cannot fire, so its query is not run ([`RuleMask`]). When
+//! no rule at the stage is left, the event is only recorded, as above.
 
+use crate::guard::Guard;
+use crate::request::EventRow;
 use parallax_runtime::{Action, Program, Stage, StageSet};
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 
 /// What to do with one event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,9 +37,43 @@ pub enum Route {
     Judge,
 }
 
+/// Which of a program's SQL rules (by position in `Program::sql`) to run
+/// on one event. `program` is [`fingerprint`] of the rules it was computed
+/// for: during a reload the store may already hold other rules, and then
+/// runs all of its own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuleMask {
+    pub program: u64,
+    bits: Vec<u64>,
+}
+
+impl RuleMask {
+    /// Whether rule `i` of `Program::sql` runs.
+    pub fn runs(&self, i: usize) -> bool {
+        self.bits
+            .get(i / 64)
+            .is_some_and(|w| w & (1u64 << (i % 64)) != 0)
+    }
+}
+
+/// Identifies a program's SQL rules (their queries, conditions and order),
+/// so a [`RuleMask`] is only applied to the rules it was made for.
+pub fn fingerprint(program: &Program) -> u64 {
+    let mut h = std::hash::DefaultHasher::new();
+    program.sql.hash(&mut h);
+    h.finish()
+}
+
+/// One SQL rule as routing sees it.
+#[derive(Debug)]
+struct Gate {
+    stages: StageSet,
+    guards: Vec<Guard>,
+}
+
 /// The facts about a program's SQL rules that routing needs, computed once
 /// per program (start-up and each reload).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct SqlRouting {
     /// Stages at which some SQL rule runs.
     stages: StageSet,
@@ -38,23 +81,73 @@ pub struct SqlRouting {
     session_keyed: bool,
     /// The program has SQL rules at all.
     any: bool,
+    /// Each rule's stages and guards, in `Program::sql` order.
+    gates: Arc<[Gate]>,
+    program: u64,
 }
 
 impl SqlRouting {
     pub fn of(program: &Program) -> SqlRouting {
         let mut stages = StageSet::EMPTY;
         let mut session_keyed = true;
+        let mut gates = Vec::with_capacity(program.sql.len());
         for spec in &program.sql {
-            if let Some(meta) = program.rules.get(spec.rule as usize) {
-                stages = stages.union(meta.stages);
-            }
+            let rule_stages = program
+                .rules
+                .get(spec.rule as usize)
+                .map(|m| m.stages)
+                .unwrap_or(StageSet::EMPTY);
+            stages = stages.union(rule_stages);
             session_keyed &= keyed_on_session(&spec.query);
+            // A guard the compiler wrote always reads back; one that does
+            // not (a program from another build) is dropped, and the rule
+            // then runs on every event of its stages.
+            let guards = spec
+                .guards
+                .iter()
+                .filter_map(|g| match Guard::parse(g) {
+                    Ok(g) => Some(g),
+                    Err(e) => {
+                        tracing::warn!(guard = %g, error = %e, "SQL rule guard ignored");
+                        None
+                    }
+                })
+                .collect();
+            gates.push(Gate {
+                stages: rule_stages,
+                guards,
+            });
         }
         SqlRouting {
             stages,
             session_keyed,
             any: !program.sql.is_empty(),
+            gates: gates.into(),
+            program: fingerprint(program),
         }
+    }
+
+    /// The rules to run on a judged event: those at its stage whose guards
+    /// all hold. `None` when there are none (the event is then only
+    /// recorded, [`Route::Record`]).
+    pub fn rules_for(&self, row: &EventRow) -> Option<RuleMask> {
+        let mut bits = vec![0u64; self.gates.len().div_ceil(64)];
+        let mut any = false;
+        for (i, gate) in self.gates.iter().enumerate() {
+            if gate.stages.contains(row.stage) && gate.guards.iter().all(|g| g.holds(row)) {
+                bits[i / 64] |= 1u64 << (i % 64);
+                any = true;
+            }
+        }
+        any.then_some(RuleMask {
+            program: self.program,
+            bits,
+        })
+    }
+
+    /// How many of the program's SQL rules have a guard.
+    pub fn guarded(&self) -> usize {
+        self.gates.iter().filter(|g| !g.guards.is_empty()).count()
     }
 
     /// The route of an event at `stage`, with or without a session, after

@@ -320,6 +320,7 @@ mod tests {
             rule_ids: Vec::new(),
             run_rules: true,
             now: None,
+            rules: None,
         };
         Job::Process(Box::new(req), Some(oneshot::channel().0))
     }

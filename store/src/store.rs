@@ -71,6 +71,10 @@ pub struct Store {
     /// them, and the global cap bounds them.
     per_session: HashMap<String, u64>,
     since_retention: u32,
+    /// [`crate::routing::fingerprint`] of the loaded rules.
+    program: u64,
+    /// Rule queries run so far (a guard that skipped a rule ran none).
+    queries: u64,
 }
 
 impl Store {
@@ -136,6 +140,8 @@ impl Store {
             session_rows: DEFAULT_SESSION_ROWS,
             per_session,
             since_retention: 0,
+            program: 0,
+            queries: 0,
         })
     }
 
@@ -190,7 +196,14 @@ impl Store {
         self.conn
             .set_prepared_statement_cache_capacity(rules.len() + 8);
         self.rules = rules;
+        self.program = crate::routing::fingerprint(program);
         Ok(())
+    }
+
+    /// How many rule queries this store has run: what the guards save is
+    /// visible here (tests/sql_routing.rs).
+    pub fn queries_run(&self) -> u64 {
+        self.queries
     }
 
     /// Opens a transaction for the events that follow (group commit, see
@@ -230,10 +243,13 @@ impl Store {
         let mut action = req.action;
         let mut rule_ids = Vec::new();
         if req.run_rules {
-            for rule in &self.rules {
-                if !rule.stages.contains(req.row.stage) {
+            // A mask made for other rules (a reload in between) is ignored.
+            let mask = req.rules.as_ref().filter(|m| m.program == self.program);
+            for (i, rule) in self.rules.iter().enumerate() {
+                if !rule.stages.contains(req.row.stage) || mask.is_some_and(|m| !m.runs(i)) {
                     continue;
                 }
+                self.queries += 1;
                 match run_rule(&self.conn, &rule.code, &req.row, now) {
                     Ok(Some(reason)) => {
                         hits.push(SqlHit {
