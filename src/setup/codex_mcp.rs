@@ -9,26 +9,11 @@
 //! Revert unwraps the entries; when that leaves what the backup holds, the
 //! backup's bytes are put back.
 
+use super::codex_proxy::{meaning, parse};
 use super::mcp_servers::{unwrap, wrap, CommandLine, Tally};
-use super::{backup_path, codex_proxy, read_optional, write_atomic, Outcome};
+use super::{backup_path, codex_proxy, read_optional, write_atomic, write_keeping_backup, Outcome};
 use std::path::Path;
 use toml_edit::{Array, DocumentMut, Item, TableLike, Value};
-
-fn parse(path: &Path, bytes: &[u8]) -> Result<DocumentMut, String> {
-    let text = std::str::from_utf8(bytes)
-        .map_err(|_| format!("{} is not UTF-8 text; nothing written", path.display()))?;
-    text.parse::<DocumentMut>().map_err(|e| {
-        format!(
-            "cannot parse {} as TOML ({}); fix or move it, nothing written",
-            path.display(),
-            e.to_string().trim()
-        )
-    })
-}
-
-fn meaning(doc: &DocumentMut) -> Option<toml::Value> {
-    toml::from_str(&doc.to_string()).ok()
-}
 
 /// The command line of one `[mcp_servers.NAME]` table, when it has one.
 fn toml_line(server: &dyn TableLike) -> Option<CommandLine> {
@@ -127,13 +112,7 @@ pub fn setup(codex_home: &Path, exe: &Path) -> Result<Outcome, String> {
             }
         ));
     } else {
-        let backup = backup_path(&path);
-        if !backup.exists() {
-            write_atomic(&backup, &before)?;
-            out.done
-                .push(format!("kept the original as {}", backup.display()));
-        }
-        write_atomic(&path, after.as_bytes())?;
+        write_keeping_backup(&path, Some(&before), after.as_bytes(), &mut out)?;
         out.done
             .push(format!("updated {}: [mcp_servers]", path.display()));
     }

@@ -12,7 +12,7 @@
 //! that leaves what the backup holds, the backup itself is put back, byte
 //! for byte.
 
-use super::{backup_path, read_optional, write_atomic, Outcome};
+use super::{backup_path, read_optional, write_atomic, write_keeping_backup, Outcome};
 use std::path::{Path, PathBuf};
 use toml_edit::{value, DocumentMut, Item, Table};
 
@@ -30,7 +30,9 @@ pub fn base_url(url: &str) -> String {
     format!("{}/openai/v1", url.trim_end_matches('/'))
 }
 
-fn parse(path: &Path, bytes: &[u8]) -> Result<DocumentMut, String> {
+/// Config.toml parsed with its decoration kept; the error says nothing was
+/// written.
+pub(super) fn parse(path: &Path, bytes: &[u8]) -> Result<DocumentMut, String> {
     let text = std::str::from_utf8(bytes)
         .map_err(|_| format!("{} is not UTF-8 text; nothing written", path.display()))?;
     text.parse::<DocumentMut>().map_err(|e| {
@@ -43,7 +45,7 @@ fn parse(path: &Path, bytes: &[u8]) -> Result<DocumentMut, String> {
 }
 
 /// The document as plain data, to compare two files' meaning.
-fn meaning(doc: &DocumentMut) -> Option<toml::Value> {
+pub(super) fn meaning(doc: &DocumentMut) -> Option<toml::Value> {
     toml::from_str(&doc.to_string()).ok()
 }
 
@@ -146,22 +148,10 @@ pub fn setup(codex_home: &Path, url: &str) -> Result<Outcome, String> {
             path.display()
         ));
     } else {
-        if let Some(b) = &before {
-            let backup = backup_path(&path);
-            if !backup.exists() {
-                write_atomic(&backup, b)?;
-                out.done
-                    .push(format!("kept the original as {}", backup.display()));
-            }
-        }
-        write_atomic(&path, after.as_bytes())?;
+        let verb = write_keeping_backup(&path, before.as_deref(), after.as_bytes(), &mut out)?;
         out.done.push(format!(
             "{} {}: model provider `{PROVIDER_ID}` ({}, wire_api responses) selected",
-            if before.is_some() {
-                "updated"
-            } else {
-                "created"
-            },
+            verb,
             path.display(),
             base_url(url)
         ));

@@ -2,7 +2,7 @@
 //! files (Claude Code's settings, Codex's hooks.json).
 
 use super::json::Json;
-use super::{backup_path, read_optional, write_atomic, Outcome};
+use super::{read_optional, write_keeping_backup, Outcome};
 use std::path::Path;
 
 /// One matcher group Parallax adds.
@@ -126,22 +126,10 @@ pub fn apply(path: &Path, groups: &[Group], framework: &str) -> Result<Outcome, 
         ));
         return Ok(out);
     }
-    if let Some(b) = &before {
-        let backup = backup_path(path);
-        if !backup.exists() {
-            write_atomic(&backup, b)?;
-            out.done
-                .push(format!("kept the original as {}", backup.display()));
-        }
-    }
-    write_atomic(path, after.as_bytes())?;
+    let verb = write_keeping_backup(path, before.as_deref(), after.as_bytes(), &mut out)?;
     out.done.push(format!(
         "{} {}: Parallax hooks on {}",
-        if before.is_some() {
-            "updated"
-        } else {
-            "created"
-        },
+        verb,
         path.display(),
         events.join(", ")
     ));

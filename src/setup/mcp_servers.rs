@@ -23,7 +23,7 @@
 use super::claudecode::Scope;
 use super::hooks_file::parse;
 use super::json::Json;
-use super::{backup_path, read_optional, write_atomic, Outcome};
+use super::{read_optional, write_keeping_backup, Outcome};
 use std::path::{Path, PathBuf};
 
 /// The `parallax` arguments before the server's command line.
@@ -254,15 +254,7 @@ pub fn setup_claude(
             }
         ));
     } else {
-        let backup = backup_path(&path);
-        if let Some(b) = &before {
-            if !backup.exists() {
-                write_atomic(&backup, b)?;
-                out.done
-                    .push(format!("kept the original as {}", backup.display()));
-            }
-        }
-        write_atomic(&path, root.pretty().as_bytes())?;
+        write_keeping_backup(&path, before.as_deref(), root.pretty().as_bytes(), &mut out)?;
         out.done
             .push(format!("updated {}: {}", path.display(), keys.join(".")));
     }

@@ -70,6 +70,34 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
     })
 }
 
+/// The write step of every setup: the file as it was (`before`, `None`
+/// when there was none) is kept in its backup unless a backup exists
+/// already — the first setup's backup is the user's own file, which revert
+/// gives back byte for byte however many setups ran since — then `after`
+/// is written in its place. Returns `"updated"` or `"created"`, for the
+/// caller's line saying what changed.
+pub fn write_keeping_backup(
+    path: &Path,
+    before: Option<&[u8]>,
+    after: &[u8],
+    out: &mut Outcome,
+) -> Result<&'static str, String> {
+    if let Some(b) = before {
+        let backup = backup_path(path);
+        if !backup.exists() {
+            write_atomic(&backup, b)?;
+            out.done
+                .push(format!("kept the original as {}", backup.display()));
+        }
+    }
+    write_atomic(path, after)?;
+    Ok(if before.is_some() {
+        "updated"
+    } else {
+        "created"
+    })
+}
+
 /// The file's bytes, `None` when it does not exist.
 pub fn read_optional(path: &Path) -> Result<Option<Vec<u8>>, String> {
     match std::fs::read(path) {

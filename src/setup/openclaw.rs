@@ -8,7 +8,7 @@
 //! a file that is not plain JSON (OpenClaw also reads JSON5) is refused.
 
 use super::json::Json;
-use super::{backup_path, read_optional, write_atomic, Outcome};
+use super::{read_optional, write_atomic, write_keeping_backup, Outcome};
 use std::path::{Path, PathBuf};
 
 pub const PLUGIN_ID: &str = "parallax";
@@ -188,22 +188,10 @@ pub fn setup(config: &Path, url: &str, fail_open: bool) -> Result<Outcome, Strin
             ),
         );
     } else {
-        if let Some(b) = &before {
-            let backup = backup_path(config);
-            if !backup.exists() {
-                write_atomic(&backup, b)?;
-                out.done
-                    .push(format!("kept the original as {}", backup.display()));
-            }
-        }
-        write_atomic(config, after.as_bytes())?;
+        let verb = write_keeping_backup(config, before.as_deref(), after.as_bytes(), &mut out)?;
         out.done.push(format!(
             "{} {}: plugin `{PLUGIN_ID}` in plugins.load.paths, plugins.allow, plugins.entries",
-            if before.is_some() {
-                "updated"
-            } else {
-                "created"
-            },
+            verb,
             config.display()
         ));
     }

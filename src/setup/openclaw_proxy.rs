@@ -18,7 +18,7 @@
 
 use super::json::Json;
 use super::openclaw::parse;
-use super::{backup_path, read_optional, write_atomic, Outcome};
+use super::{backup_path, read_optional, write_keeping_backup, Outcome};
 use std::path::Path;
 
 pub const PROVIDER_ID: &str = "parallax";
@@ -169,23 +169,11 @@ pub fn setup(config: &Path, o: &Options) -> Result<Outcome, String> {
             config.display()
         ));
     } else {
-        if let Some(b) = &before {
-            let backup = backup_path(config);
-            if !backup.exists() {
-                write_atomic(&backup, b)?;
-                out.done
-                    .push(format!("kept the original as {}", backup.display()));
-            }
-        }
-        write_atomic(config, after.as_bytes())?;
+        let verb = write_keeping_backup(config, before.as_deref(), after.as_bytes(), &mut out)?;
         out.done.push(format!(
             "{} {}: models.providers.{PROVIDER_ID} ({}, api {}), agents.defaults.model.primary \
              = {}",
-            if before.is_some() {
-                "updated"
-            } else {
-                "created"
-            },
+            verb,
             config.display(),
             o.api.base_url(&o.url),
             o.api.as_str(),
