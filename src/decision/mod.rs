@@ -765,6 +765,7 @@ fn evaluate(current: Arc<RulesInForce>, prepared: PreparedEvent, store: StoreUse
         } else {
             Route::Judge
         };
+        let mut route = route;
         let request = (store.present && route != Route::Skip).then(|| {
             let now = store.event_clock.then(|| {
                 prepared
@@ -773,6 +774,15 @@ fn evaluate(current: Arc<RulesInForce>, prepared: PreparedEvent, store: StoreUse
                     .unwrap_or_else(|| SystemClock.now())
             });
             let mut req = StoreRequest::new(&prepared, &verdict, current.engine.program(), now);
+            // The rules' cheap preconditions: a rule whose guard is false
+            // for this event cannot fire, so its query is not run; with
+            // none left the event is only recorded (no wait).
+            if store.routing && route == Route::Judge {
+                req.rules = current.sql.rules_for(&req.row);
+                if req.rules.is_none() {
+                    route = Route::Record;
+                }
+            }
             req.run_rules &= route == Route::Judge;
             req
         });
