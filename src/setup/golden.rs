@@ -10,11 +10,11 @@ use std::path::{Path, PathBuf};
 
 const EXE: &str = "/opt/parallax/bin/parallax";
 
-fn fixtures() -> PathBuf {
+pub(super) fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/setup")
 }
 
-fn tmp(name: &str) -> PathBuf {
+pub(super) fn tmp(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("parallax-setup-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
@@ -25,7 +25,7 @@ fn golden(name: &str, actual: &[u8]) {
     golden_file(&format!("{name}.golden.json"), actual);
 }
 
-fn golden_file(file: &str, actual: &[u8]) {
+pub(super) fn golden_file(file: &str, actual: &[u8]) {
     let path = fixtures().join(file);
     if std::env::var_os("PARALLAX_UPDATE_GOLDEN").is_some() {
         std::fs::write(&path, actual).unwrap();
@@ -68,6 +68,21 @@ fn round_trip(
     let written = std::fs::read(file).unwrap();
     golden(name, &written);
     assert_eq!(backup_path(file).exists(), before.is_some(), "{name}");
+    second_setup_then_revert(name, file, &written, before, setup, revert);
+}
+
+/// What every setup must do once it wrote `written` over `before`: a
+/// second setup changes nothing, revert gives back the user's bytes (or
+/// removes the file setup created) and the backup, and a second revert
+/// finds nothing of Parallax's.
+fn second_setup_then_revert(
+    name: &str,
+    file: &Path,
+    written: &[u8],
+    before: Option<&[u8]>,
+    setup: &dyn Fn() -> Result<super::Outcome, String>,
+    revert: &dyn Fn() -> Result<super::Outcome, String>,
+) {
     let again = setup().unwrap();
     assert!(again.done[0].contains("unchanged"), "{:?}", again.done);
     assert_eq!(std::fs::read(file).unwrap(), written);
@@ -79,7 +94,7 @@ fn round_trip(
     assert!(!backup_path(file).exists(), "{name}: backup left behind");
     let nothing = revert().unwrap();
     assert!(
-        nothing.done[0].contains("no Parallax hooks") || nothing.done[0].contains("does not"),
+        nothing.done[0].contains("no Parallax") || nothing.done[0].contains("does not"),
         "{:?}",
         nothing.done
     );
@@ -253,20 +268,13 @@ fn codex_proxy_provider() {
         let p = &v["model_providers"]["parallax"];
         assert_eq!(p["wire_api"].as_str(), Some("responses"));
         assert!(p["base_url"].as_str().unwrap().ends_with(":9920/openai/v1"));
-        let again = codex_proxy::setup(&home, url).unwrap();
-        assert!(again.done[0].contains("unchanged"), "{:?}", again.done);
-        assert_eq!(std::fs::read(&file).unwrap(), written);
-        codex_proxy::revert(&home).unwrap();
-        match before {
-            Some(b) => assert_eq!(std::fs::read(&file).unwrap(), b, "{name}: revert"),
-            None => assert!(!file.exists(), "{name}: revert left the file"),
-        }
-        assert!(!backup_path(&file).exists(), "{name}: backup left behind");
-        let nothing = codex_proxy::revert(&home).unwrap();
-        assert!(
-            nothing.done[0].contains("no Parallax") || nothing.done[0].contains("does not"),
-            "{:?}",
-            nothing.done
+        second_setup_then_revert(
+            name,
+            &file,
+            &written,
+            before,
+            &|| codex_proxy::setup(&home, url),
+            &|| codex_proxy::revert(&home),
         );
         let _ = std::fs::remove_dir_all(&dir);
     }
@@ -332,22 +340,16 @@ fn openclaw_plugin_registration() {
             assert_eq!(std::fs::read_to_string(plugin.join(f)).unwrap(), text);
         }
         assert_eq!(backup_path(&file).exists(), before.is_some(), "{name}");
-        let again = openclaw::setup(&file, url, fail_open).unwrap();
-        assert!(again.done[0].contains("unchanged"), "{:?}", again.done);
-        assert_eq!(std::fs::read_to_string(&file).unwrap(), written);
-        openclaw::revert(&file).unwrap();
-        match before {
-            Some(b) => assert_eq!(std::fs::read(&file).unwrap(), b, "{name}: revert"),
-            None => assert!(!file.exists(), "{name}: revert left the file"),
-        }
-        assert!(!plugin.exists(), "{name}: plugin left behind");
-        assert!(!backup_path(&file).exists(), "{name}: backup left behind");
-        let nothing = openclaw::revert(&file).unwrap();
-        assert!(
-            nothing.done[0].contains("no Parallax") || nothing.done[0].contains("does not"),
-            "{:?}",
-            nothing.done
+        let on_disk = std::fs::read(&file).unwrap();
+        second_setup_then_revert(
+            name,
+            &file,
+            &on_disk,
+            before,
+            &|| openclaw::setup(&file, url, fail_open),
+            &|| openclaw::revert(&file),
         );
+        assert!(!plugin.exists(), "{name}: plugin left behind");
         let _ = std::fs::remove_dir_all(&dir);
     }
     let dir = tmp("openclaw-refuse");
@@ -398,20 +400,13 @@ fn openclaw_proxy_provider() {
         // The key is referred to, never written.
         assert!(p["apiKey"].as_str().unwrap().starts_with("${"));
         assert_eq!(backup_path(&file).exists(), before.is_some(), "{name}");
-        let again = openclaw_proxy::setup(&file, &opts).unwrap();
-        assert!(again.done[0].contains("unchanged"), "{:?}", again.done);
-        assert_eq!(std::fs::read(&file).unwrap(), written);
-        openclaw_proxy::revert(&file).unwrap();
-        match before {
-            Some(b) => assert_eq!(std::fs::read(&file).unwrap(), b, "{name}: revert"),
-            None => assert!(!file.exists(), "{name}: revert left the file"),
-        }
-        assert!(!backup_path(&file).exists(), "{name}: backup left behind");
-        let nothing = openclaw_proxy::revert(&file).unwrap();
-        assert!(
-            nothing.done[0].contains("no Parallax") || nothing.done[0].contains("does not"),
-            "{:?}",
-            nothing.done
+        second_setup_then_revert(
+            name,
+            &file,
+            &written,
+            before,
+            &|| openclaw_proxy::setup(&file, &opts),
+            &|| openclaw_proxy::revert(&file),
         );
         let _ = std::fs::remove_dir_all(&dir);
     }

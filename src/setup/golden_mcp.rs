@@ -4,35 +4,11 @@
 //! Regenerate with `PARALLAX_UPDATE_GOLDEN=1` and review the diff.
 
 use super::claudecode::Scope;
+use super::golden::{fixtures, golden_file as golden, tmp};
 use super::{backup_path, codex_mcp, codex_proxy, mcp_servers, Outcome};
 use std::path::{Path, PathBuf};
 
 const EXE: &str = "/opt/parallax/bin/parallax";
-
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/setup")
-}
-
-fn tmp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("parallax-mcp-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn golden(file: &str, actual: &[u8]) {
-    let path = fixtures().join(file);
-    if std::env::var_os("PARALLAX_UPDATE_GOLDEN").is_some() {
-        std::fs::write(&path, actual).unwrap();
-    }
-    let expected = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    assert_eq!(
-        String::from_utf8_lossy(actual),
-        String::from_utf8_lossy(&expected),
-        "{} differs",
-        path.display()
-    );
-}
 
 /// setup → golden, setup again → unchanged, revert → the user's bytes.
 fn round_trip(
@@ -66,7 +42,7 @@ fn round_trip(
 
 #[test]
 fn claude_code_project_mcp_json() {
-    let dir = tmp("claude-project");
+    let dir = tmp("mcp-claude-project");
     let (home, proj) = (dir.join("home"), dir.join("proj"));
     let user = std::fs::read(fixtures().join("claudecode-mcp-user.json")).unwrap();
     let file = proj.join(".mcp.json");
@@ -95,7 +71,7 @@ fn claude_code_project_mcp_json() {
 
 #[test]
 fn claude_code_user_and_local_scopes_in_claude_json() {
-    let dir = tmp("claude-json");
+    let dir = tmp("mcp-claude-json");
     let home = dir.join("home");
     let proj = PathBuf::from("/home/me/proj");
     let user = std::fs::read(fixtures().join("claude-json-user.json")).unwrap();
@@ -132,7 +108,7 @@ fn claude_code_user_and_local_scopes_in_claude_json() {
 
 #[test]
 fn claude_code_without_a_file_writes_nothing() {
-    let dir = tmp("claude-none");
+    let dir = tmp("mcp-claude-none");
     let (home, proj) = (dir.join("home"), dir.join("proj"));
     let out = mcp_servers::setup_claude(Scope::Project, &home, &proj, Path::new(EXE)).unwrap();
     assert!(out.done[0].contains("does not exist"), "{:?}", out.done);
@@ -143,7 +119,7 @@ fn claude_code_without_a_file_writes_nothing() {
 
 #[test]
 fn claude_code_refuses_what_it_cannot_parse() {
-    let dir = tmp("claude-bad");
+    let dir = tmp("mcp-claude-bad");
     let (home, proj) = (dir.join("home"), dir.join("proj"));
     let file = proj.join(".mcp.json");
     std::fs::create_dir_all(&proj).unwrap();
@@ -163,7 +139,7 @@ fn claude_code_refuses_what_it_cannot_parse() {
 
 #[test]
 fn codex_mcp_servers() {
-    let dir = tmp("codex");
+    let dir = tmp("mcp-codex");
     let home = dir.join("codex-home");
     let user = std::fs::read(fixtures().join("codex-mcp-user.toml")).unwrap();
     let file = codex_proxy::config_path(&home);
