@@ -100,6 +100,13 @@ pub struct AtrDetection {
     /// Free text in the corpus; anything but strings is ignored.
     #[serde(default)]
     pub false_positives: Vec<serde_yaml::Value>,
+    /// A correlation over a session's spans (`forbid`, `require`,
+    /// `invariant`): lowered to SQL by [`crate::atr_trace`].
+    #[serde(default)]
+    pub trace: Option<serde_yaml::Value>,
+    /// A count over a window (`behavioral`): lowered the same way.
+    #[serde(default)]
+    pub behavioral: Option<serde_yaml::Value>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -500,13 +507,7 @@ pub fn lower_rule(
     for (i, c) in rule.detection.conditions.iter().enumerate() {
         let mapping = match map_field(&c.field).map_err(|e| format!("condition {i}: {e}"))? {
             Some(m) => m,
-            None => {
-                return Ok(Lowered::Unsupported(format!(
-                    "condition {i} reads `{}`, a session-trace/metric field; correlation rules \
-                     are not supported",
-                    c.field
-                )))
-            }
+            None => return lower_correlation(rule, config, &c.field),
         };
         let pattern = condition_regex(c).map_err(|e| format!("condition {i}: {e}"))?;
         check_pattern(&pattern).map_err(|e| format!("condition {i}: {e}"))?;
@@ -550,6 +551,64 @@ pub fn lower_rule(
         predicate: one_or(parts, all),
         author: rule.author.clone(),
         sql: None,
+        monitor: false,
+        approval: None,
+        transforms: Vec::new(),
+    })))
+}
+
+/// A rule whose condition reads a trace or metric field: its `trace` or
+/// `behavioral` block becomes a SQL rule over the session's window
+/// ([`crate::atr_trace`]); without one, or with a construct that lowering
+/// does not know, the rule is reported unsupported with the reason.
+fn lower_correlation(rule: &AtrRule, config: &AtrConfig, field: &str) -> Result<Lowered, String> {
+    let d = &rule.detection;
+    let sql = match crate::atr_trace::lower(&rule.id, d.trace.as_ref(), d.behavioral.as_ref()) {
+        Ok(Some(sql)) => sql,
+        Ok(None) => {
+            return Ok(Lowered::Unsupported(format!(
+                "a condition reads `{field}`, a session-trace/metric field, and the rule has no \
+                 `detection.trace` or `detection.behavioral` block to run instead"
+            )))
+        }
+        Err(why) => {
+            return Ok(Lowered::Unsupported(format!(
+                "a condition reads `{field}`; its correlation block cannot run: {why}"
+            )))
+        }
+    };
+    parallax_store::check_rule(&sql.query, &sql.condition, None)
+        .map_err(|e| format!("the SQL lowered from its correlation block: {e}"))?;
+    let mut action = action(rule, config);
+    if !matches!(action, Action::Block | Action::Detect) {
+        action = Action::Detect;
+    }
+    Ok(Lowered::Rule(Box::new(IrRule {
+        id: rule.id.clone(),
+        title: rule.title.clone().unwrap_or_else(|| rule.id.clone()),
+        description: rule.description.trim().to_string(),
+        action,
+        priority: priority(rule.severity.as_deref())?,
+        stages: sql.stages,
+        reason: None,
+        category: rule
+            .tags
+            .category
+            .as_deref()
+            .and_then(category)
+            .map(str::to_string),
+        false_positives: d
+            .false_positives
+            .iter()
+            .filter_map(|v| v.as_str().map(str::to_string))
+            .collect(),
+        tests: Default::default(),
+        predicate: Predicate::Const(false),
+        author: rule.author.clone(),
+        sql: Some(crate::ir::IrSql {
+            query: sql.query,
+            condition: sql.condition,
+        }),
         monitor: false,
         approval: None,
         transforms: Vec::new(),

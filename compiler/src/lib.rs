@@ -11,6 +11,7 @@
 //! which is what makes their verdicts comparable.
 
 pub mod atr;
+pub mod atr_trace;
 pub mod cel;
 pub mod cel_codegen;
 pub mod classifier;

@@ -252,6 +252,7 @@ pub fn run(engine: &Engine, dir: &Path) -> Result<Summary, CasesError> {
         return Err(CasesError::Compile(CompileErrors(errors)));
     }
     let index = engine.program().rule_index();
+    let sql_rules: Vec<u32> = engine.program().sql.iter().map(|s| s.rule).collect();
     let mut summary = Summary::default();
     let mut scratch = engine.new_scratch();
     for f in files {
@@ -302,6 +303,19 @@ pub fn run(engine: &Engine, dir: &Path) -> Result<Summary, CasesError> {
             };
             let (events, text) = case_events(case, &scanned);
             let mut fired = false;
+            // A correlation rule (lowered to SQL) judges a replayed session.
+            let events = if sql_rules.contains(&(ri as u32)) {
+                let input = case
+                    .get("input")
+                    .and_then(yaml_text)
+                    .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+                    .unwrap_or(Value::Null);
+                fired = super::atr_trace_cases::fires(engine, ri, &input)
+                    .map_err(|e| CasesError::Io(format!("{} case {idx}: {e}", rule.id)))?;
+                Vec::new()
+            } else {
+                events
+            };
             for ev in events {
                 let Ok(event) = Event::from_value(ev) else {
                     continue;
