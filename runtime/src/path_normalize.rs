@@ -1,6 +1,10 @@
 //! Lexical path normalisation, so that one rule about `~/.ssh/id_rsa` or
 //! `/etc/shadow` holds however the path is spelled: `//`, `/./`, `..`,
-//! trailing slashes, `$HOME`/`${HOME}` (written as `~`), `file://` URLs.
+//! trailing slashes, `$HOME`/`${HOME}` (written as `~`), `file://` URLs
+//! (and the one-slash `file:/etc/passwd`), Windows spellings (`C:\Users\u\.aws`
+//! with backslashes read as slashes) and `/proc/N/root/…`, the root
+//! directory seen through a process (`/proc/1/root/etc/shadow` is
+//! `/etc/shadow`).
 //!
 //! Normalisation is lexical: no file system is consulted (the agent's
 //! machine is not this one), so symbolic links are not followed. `..` above
@@ -31,7 +35,57 @@ pub fn normalize_path(raw: &str) -> Option<String> {
         None if looks_like_url(raw) => return None,
         None => raw.to_string(),
     };
-    Some(normalize_lexically(&home_as_tilde(&path)))
+    let path = windows_as_slashes(&path);
+    let normal = normalize_lexically(&home_as_tilde(&path));
+    Some(strip_proc_root(normal))
+}
+
+/// `/proc/<pid>/root/x` and `/proc/self/root/x` are `/x` (a process's root
+/// directory is, for an agent on its own machine, the root).
+fn strip_proc_root(p: String) -> String {
+    let Some(rest) = p.strip_prefix("/proc/") else {
+        return p;
+    };
+    let (pid, tail) = rest.split_once('/').unwrap_or((rest, ""));
+    let pid_ok = pid == "self"
+        || pid == "thread-self"
+        || (!pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()));
+    match tail.strip_prefix("root") {
+        Some(t) if pid_ok && (t.is_empty() || t.starts_with('/')) => {
+            if t.is_empty() {
+                "/".to_string()
+            } else {
+                t.to_string()
+            }
+        }
+        _ => p,
+    }
+}
+
+/// A Windows path (`C:\Users\u\.ssh\id_rsa`, `C:/x`, `\\host\share`) with
+/// its backslashes as slashes, so `(^|/)\.aws/credentials$` holds for it.
+/// Other strings are left alone: a backslash in a POSIX path is a
+/// character of the name.
+fn windows_as_slashes(p: &str) -> String {
+    let b = p.as_bytes();
+    let drive = b.len() >= 3
+        && b[0].is_ascii_alphabetic()
+        && b[1] == b':'
+        && (b[2] == b'\\' || b[2] == b'/');
+    let unc = p.starts_with("\\\\");
+    let home = p.starts_with("~\\")
+        || p.starts_with("%USERPROFILE%\\")
+        || p.starts_with("$env:USERPROFILE\\");
+    if !(drive || unc || home) {
+        return p.to_string();
+    }
+    let mut out = p.replace('\\', "/");
+    for prefix in ["%USERPROFILE%", "$env:USERPROFILE"] {
+        if let Some(rest) = out.strip_prefix(prefix) {
+            out = format!("~{rest}");
+        }
+    }
+    out
 }
 
 /// Joins a relative `path` onto a known working directory, then normalises.
@@ -48,6 +102,12 @@ pub fn resolve_against(cwd: &str, path: &str) -> Option<String> {
 fn file_url_path(raw: &str) -> Option<String> {
     let scheme = raw.get(..7)?;
     if !scheme.eq_ignore_ascii_case("file://") {
+        // `file:/etc/passwd`: the one-slash form browsers and curl accept.
+        let short = raw.get(..6)?;
+        if short.eq_ignore_ascii_case("file:/") {
+            let rest = raw[5..].split(['?', '#']).next().unwrap_or_default();
+            return Some(percent_decode(rest));
+        }
         return None;
     }
     let rest = &raw[7..];
@@ -160,6 +220,9 @@ mod tests {
             "file:///etc/shadow",
             "FILE://localhost/etc/shadow",
             "file:///etc/%73hadow",
+            "file:/etc/shadow",
+            "/proc/1/root/etc/shadow",
+            "/proc/self/root//etc/shadow",
         ] {
             assert_eq!(normalize_path(p).as_deref(), Some("/etc/shadow"), "{p}");
         }
@@ -168,9 +231,21 @@ mod tests {
             "$HOME/.ssh/id_rsa",
             "${HOME}/.ssh//id_rsa",
             "~/x/../.ssh/id_rsa",
+            "~\\.ssh\\id_rsa",
+            "%USERPROFILE%\\.ssh\\id_rsa",
         ] {
             assert_eq!(normalize_path(p).as_deref(), Some("~/.ssh/id_rsa"), "{p}");
         }
+        assert_eq!(
+            normalize_path("C:\\Users\\bob\\.aws\\credentials").as_deref(),
+            Some("C:/Users/bob/.aws/credentials")
+        );
+        assert_eq!(normalize_path("a\\b").as_deref(), Some("a\\b"));
+        assert_eq!(
+            normalize_path("/proc/1/rootfs").as_deref(),
+            Some("/proc/1/rootfs")
+        );
+        assert_eq!(normalize_path("/proc/1/root").as_deref(), Some("/"));
     }
 
     #[test]

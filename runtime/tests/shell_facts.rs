@@ -79,6 +79,17 @@ fn adversarial_commands_stay_bounded() {
         "x<<E\n".repeat(5_000),
         "python3 -c 'os.system(\"".repeat(3_000),
         "cat /etc/".to_string() + &"*".repeat(100_000),
+        "f { ".repeat(20_000) + "rm -rf /",
+        "function ".repeat(20_000),
+        "ssh -p ".repeat(20_000),
+        "git -c core.pager=".repeat(10_000),
+        "for x in $x$x; do ".repeat(5_000),
+        "set -- $@ $@; ".repeat(5_000),
+        "sh -c 'sh -c \"$0 $0\" $0 $0' x x; ".repeat(2_000),
+        "curl -o f u; sh f; ".repeat(3_000),
+        "eval \"$(curl x)\" ".repeat(5_000),
+        "powershell -enc ".to_string() + &"QQA".repeat(50_000),
+        "xargs -I".repeat(20_000),
     ];
     for c in &cases {
         let f = ShellFacts::from_command(c);

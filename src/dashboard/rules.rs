@@ -109,8 +109,9 @@ mod tests {
         let atoms = d["atoms"].as_array().cloned().unwrap_or_default();
         assert!(!atoms.is_empty());
         for a in &atoms {
-            // The rule reads the command as a shell parses it (issue 20).
-            assert_eq!(a["field"], "shell");
+            // The rule reads each simple command's argv as a shell parses
+            // it (issue 20), so an rm inside a quoted word is no delete.
+            assert_eq!(a["field"], "argv");
             let path = a["path"].as_str().unwrap_or_default();
             assert!(
                 ["literal", "dfa", "prefiltered", "verified", "backtrack"].contains(&path),

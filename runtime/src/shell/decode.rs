@@ -151,6 +151,25 @@ fn escapes(raw: &str, zero_octal: bool) -> String {
 /// Standard or URL-safe base64, padding optional, whitespace ignored;
 /// `None` when it is not base64 or decodes to something that is not text.
 pub fn base64(input: &str) -> Option<String> {
+    text(base64_bytes(input)?)
+}
+
+/// Base64 of UTF-16LE text, as PowerShell's `-EncodedCommand` takes it;
+/// `None` when it is not base64 or not UTF-16 text.
+pub fn base64_utf16le(input: &str) -> Option<String> {
+    let bytes = base64_bytes(input)?;
+    if bytes.len() < 2 || !bytes.len().is_multiple_of(2) {
+        return None;
+    }
+    let units: Vec<u16> = bytes
+        .chunks_exact(2)
+        .map(|p| u16::from_le_bytes([p[0], p[1]]))
+        .collect();
+    let s = String::from_utf16(&units).ok()?;
+    text(s.into_bytes())
+}
+
+fn base64_bytes(input: &str) -> Option<Vec<u8>> {
     let mut bits = 0u32;
     let mut nbits = 0;
     let mut out = Vec::with_capacity(input.len() * 3 / 4);
@@ -173,7 +192,7 @@ pub fn base64(input: &str) -> Option<String> {
             bits &= (1 << nbits) - 1;
         }
     }
-    text(out)
+    Some(out)
 }
 
 /// Hex digits (`xxd -r -p`), whitespace ignored.

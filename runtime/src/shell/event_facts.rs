@@ -81,7 +81,9 @@ pub fn read_paths(
         }
     }
     for u in urls {
-        if u.len() > 7 && u[..7].eq_ignore_ascii_case("file://") {
+        // `file://…` and the one-slash `file:/…` (`get`: never slicing
+        // inside a multi-byte character).
+        if u.get(..6).is_some_and(|s| s.eq_ignore_ascii_case("file:/")) {
             add(normalize_path(u));
         }
     }

@@ -61,8 +61,31 @@ pub fn code_args(program: &str, args: &[String]) -> Option<Vec<String>> {
     (!out.is_empty()).then_some(out)
 }
 
-/// Calls that run their argument as a command.
-const RUNNERS: [&str; 16] = [
+/// The program text of an `awk` command line (`awk 'BEGIN{…}' file`), or
+/// `None` when it runs a program file (`-f`). Its `system("…")` calls are
+/// shell commands, as in any interpreter's code.
+pub fn awk_program(args: &[String]) -> Option<String> {
+    let mut i = 0;
+    while i < args.len() {
+        let a = args[i].as_str();
+        match a {
+            "-f" | "--file" => return None,
+            "-e" | "--source" => return args.get(i + 1).cloned(),
+            "-F" | "-v" | "--assign" | "--field-separator" => i += 2,
+            "--" => return args.get(i + 1).cloned(),
+            _ if a.starts_with('-') && a.len() > 1 => i += 1,
+            _ => return Some(a.to_string()),
+        }
+    }
+    None
+}
+
+/// Calls that run their argument as a command (`execute(` is Lua's
+/// `os.execute`).
+const RUNNERS: [&str; 19] = [
+    "execute(",
+    "passthru(",
+    "proc_open(",
     "system(",
     "popen(",
     "Popen(",
@@ -119,6 +142,21 @@ pub fn embedded(code: &str) -> (Vec<String>, Vec<String>) {
             }
         }
     }
+    // Perl and Ruby calls without parentheses: `system "…"`, `exec '…'`.
+    for call in ["system ", "exec ", "spawn "] {
+        for (at, _) in code.match_indices(call) {
+            let before = code[..at].chars().next_back();
+            if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '.') {
+                continue;
+            }
+            if let Some((lit, _)) = string_literal(code[at + call.len()..].trim_start()) {
+                commands.push(lit);
+            }
+            if commands.len() >= 48 {
+                break;
+            }
+        }
+    }
     // Perl and Ruby backticks, and `qx{…}`.
     let mut rest = code;
     while let Some(start) = rest.find('`') {
@@ -142,6 +180,36 @@ pub fn embedded(code: &str) -> (Vec<String>, Vec<String>) {
         }
     }
     (commands, decoded)
+}
+
+/// String literals in code that are absolute or home paths
+/// (`'/etc/shadow'`, `"~/.ssh/id_rsa"`), at most 32 of them.
+pub fn path_literals(code: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let b = code.as_bytes();
+    let mut i = 0;
+    while i < b.len() && out.len() < 32 {
+        let q = b[i];
+        if q == b'\'' || q == b'"' || q == b'`' {
+            let start = i + 1;
+            let end = b[start..]
+                .iter()
+                .position(|&c| c == q || c == b'\n')
+                .map_or(b.len(), |n| start + n);
+            if let Some(lit) = code.get(start..end) {
+                let path_like = (lit.starts_with('/') || lit.starts_with("~/"))
+                    && lit.len() <= 256
+                    && !lit.contains(char::is_whitespace);
+                if path_like {
+                    out.push(lit.to_string());
+                }
+            }
+            i = end + 1;
+        } else {
+            i += 1;
+        }
+    }
+    out
 }
 
 /// A string literal (`'…'`, `"…"`, with backslash escapes) at the start of

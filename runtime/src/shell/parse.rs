@@ -704,6 +704,33 @@ impl<'a> Parser<'a> {
         } else {
             0
         };
+        // `${v:?msg}`, `${v?}`, `${v%suffix}`, `${v#prefix}` (and `%%`, `##`)
+        // are, for detection, the variable itself: the message or pattern
+        // is read and dropped.
+        let drop_len = if self.starts(":?") || self.starts("%%") || self.starts("##") {
+            2
+        } else if matches!(self.peek(), Some(b'?' | b'%' | b'#')) {
+            1
+        } else {
+            0
+        };
+        if !name.is_empty() && op_len == 0 && drop_len > 0 {
+            self.pos += drop_len;
+            if !self.enter() {
+                return;
+            }
+            let _ = self.word(true);
+            self.depth -= 1;
+            if self.peek() == Some(b'}') {
+                self.pos += 1;
+            }
+            w.part(Part::Var {
+                name,
+                quoted,
+                default: None,
+            });
+            return;
+        }
         if !name.is_empty() && op_len > 0 {
             self.pos += op_len;
             if !self.enter() {

@@ -60,10 +60,23 @@ pub fn sensitive_matches(pattern: &str) -> Vec<&'static str> {
     if pattern.len() > MAX_GLOB || !is_glob(pattern) {
         return Vec::new();
     }
+    // `/home/*/.ssh/id_*`, `/home/bob/.ssh/id_*`: any user's home is a
+    // home, so the part after it
+    // is matched against the `~/` files as well.
+    let in_homes = ["/home/", "/Users/"]
+        .iter()
+        .find_map(|h| pattern.strip_prefix(h))
+        .and_then(|r| r.split_once('/'))
+        .map(|(_, rest)| format!("~/{rest}"));
     SENSITIVE_FILES
         .iter()
         .copied()
-        .filter(|f| glob_match(pattern.as_bytes(), f.as_bytes()))
+        .filter(|f| {
+            glob_match(pattern.as_bytes(), f.as_bytes())
+                || in_homes
+                    .as_ref()
+                    .is_some_and(|h| glob_match(h.as_bytes(), f.as_bytes()))
+        })
         .collect()
 }
 
@@ -150,6 +163,14 @@ fn class(p: &[u8], c: u8) -> Option<(bool, usize)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn any_users_home_is_a_home() {
+        assert!(sensitive_matches("/home/*/.ssh/id_*").contains(&"~/.ssh/id_rsa"));
+        assert!(sensitive_matches("/Users/?ob/.aws/cred*").contains(&"~/.aws/credentials"));
+        assert!(sensitive_matches("/home/bob/.ssh/id_*").contains(&"~/.ssh/id_ed25519"));
+        assert!(sensitive_matches("/home/*/notes/*.txt").is_empty());
+    }
 
     #[test]
     fn globs_find_their_targets() {
