@@ -9,6 +9,7 @@
 use crate::action::Action;
 use crate::bitset::BitSet;
 use crate::cel::CelRuntime;
+use crate::deadline::Deadline;
 use crate::predicate::{CompiledPredicate, Predicate, PredicateInput};
 use crate::prepared::PreparedEvent;
 use crate::program::Program;
@@ -109,9 +110,24 @@ pub struct Scratch {
     /// (the SQL side-store) and read the verdict again with
     /// [`Scratch::verdict`].
     tally: Tally,
+    /// The time limit of the next evaluations ([`Scratch::set_deadline`]).
+    deadline: Deadline,
 }
 
 impl Scratch {
+    /// Evaluations on this scratch stop once `at` has passed (`None`: no
+    /// limit), leaving [`Scratch::timed_out`] true and the verdict
+    /// incomplete. See [`crate::deadline`].
+    pub fn set_deadline(&mut self, at: Option<std::time::Instant>) {
+        self.deadline = at.map_or_else(Deadline::none, Deadline::at);
+    }
+
+    /// Whether the last evaluation stopped at its deadline: its verdict
+    /// is incomplete and must not be used as a decision.
+    pub fn timed_out(&self) -> bool {
+        self.deadline.was_passed()
+    }
+
     /// The verdict of the last [`Engine::evaluate`] run on this scratch.
     pub fn verdict(&self) -> Verdict<'_> {
         Verdict {
@@ -273,6 +289,22 @@ impl Engine {
         &self.program
     }
 
+    /// Builds now what the scanners otherwise build on first use (literal
+    /// automata, verifier regexes, gates), field after field, and returns
+    /// the first part that cannot be built. A server calls it on a thread
+    /// of its own after start, so start-up does not wait for it and later
+    /// requests do not pay for it; `lint` calls it to prove every part
+    /// builds.
+    pub fn build_all(&self) -> Result<(), EngineError> {
+        let mut first = None;
+        for s in &self.scanners {
+            if let Err(e) = s.build_all() {
+                first.get_or_insert(e);
+            }
+        }
+        first.map_or(Ok(()), |e| Err(EngineError::Scan(e)))
+    }
+
     /// The CEL expressions (for a matched rule's classifier evidence).
     pub(crate) fn cel(&self) -> &CelRuntime {
         &self.cel
@@ -291,6 +323,7 @@ impl Engine {
             gates: self.scanners.iter().map(|s| s.new_gate_scratch()).collect(),
             matched: Vec::with_capacity(self.program.rules.len()),
             tally: Tally::default(),
+            deadline: Deadline::none(),
         }
     }
 
@@ -306,6 +339,11 @@ impl Engine {
             event,
             scratch,
         );
+        if scratch.deadline.passed() {
+            // Abandoned: no rule is evaluated on a partial scan.
+            scratch.tally = Tally::default();
+            return scratch.verdict();
+        }
         // Only rules that can hold: those of the atoms that hit, and those
         // that need none. Walking every rule would make each evaluation cost
         // O(rules) however little text matched. Rules are numbered in chain
@@ -366,11 +404,17 @@ impl Engine {
                 candidates,
                 caches,
                 gates,
+                deadline,
                 ..
             } = &mut *scratch;
+            if deadline.passed() {
+                return;
+            }
             let gate = &mut gates[f];
             event.for_each_value(field, &mut |v| {
-                scanner.scan_value(v, atoms, candidates, caches, gate, relevant);
+                if !deadline.passed() {
+                    scanner.scan_value(v, atoms, candidates, caches, gate, relevant, deadline);
+                }
                 candidates.clear();
             });
         }

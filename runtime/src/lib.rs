@@ -12,6 +12,7 @@ pub mod bitset;
 pub mod cel;
 pub mod check;
 pub mod classifier;
+pub mod deadline;
 pub mod deobfuscate;
 pub mod engine;
 pub mod event;

@@ -9,11 +9,13 @@
 //! scan into super-linear time.
 
 use crate::bitset::BitSet;
+use crate::deadline::Deadline;
 use crate::program::{FieldPlan, LiteralTarget};
 use crate::validator::Validator;
 use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 use regex_automata::dfa::{dense, Automaton};
 use regex_automata::{meta, Input, MatchKind as RegexMatchKind, PatternSet};
+use std::sync::OnceLock;
 
 /// A DFA shard: borrowed from the binary (baked) or built at start-up.
 pub enum ShardDfa {
@@ -31,18 +33,26 @@ struct LiteralSet {
     targets: Vec<Vec<LiteralTarget>>,
 }
 
+/// A part of a field's scanner built on first use (see [`FieldScanner`]):
+/// `Err` keeps why it could not be built, which makes its atoms count as
+/// found (fail closed) and is reported by [`FieldScanner::build_all`].
+type Lazy<T> = OnceLock<Result<T, ScanBuildError>>;
+
 pub(crate) struct Verifier {
     pub atom: u32,
     pub prefiltered: bool,
-    pub matcher: Matcher,
+    /// Needs the bounded backtracking engine (look-around, backreferences).
+    backtrack: bool,
+    pattern: String,
+    /// See [`crate::program::VerifierPlan::relaxed`].
+    relaxed: Option<String>,
+    matcher: Lazy<Matcher>,
     /// When set, the atom hits only if some match also passes it.
     pub validator: Option<Validator>,
 }
 
 struct Gate {
     set: meta::Regex,
-    /// Pattern i of `set` is verifier `members[i]`.
-    members: Vec<usize>,
 }
 
 /// Per-evaluation memory of a field's gate (in [`crate::engine::Scratch`]).
@@ -71,10 +81,23 @@ pub(crate) enum Matcher {
 /// budget an evasion.
 pub const BACKTRACK_LIMIT: usize = 200_000;
 
+/// Scans one field.
+///
+/// Only the DFA shards (used in place from the binary, or built by the
+/// compiler) exist when the scanner is made. The literal automata, each
+/// verifier's regex and the gate are built the first time a scan needs
+/// them: building all of them for every field is what made start-up take
+/// ~0.2 s with the shipped rules and 9 s with the ATR corpus, while a
+/// given event reads a few fields and runs a handful of verifiers. Each
+/// part sits in its own [`OnceLock`], so a scan never waits on the
+/// building of a field or verifier it does not use.
+/// [`FieldScanner::build_all`] builds everything now (warm-up, checks).
 pub(crate) struct FieldScanner {
+    field: String,
     shards: Vec<Shard>,
-    cased: Option<LiteralSet>,
-    caseless: Option<LiteralSet>,
+    /// The literals of each automaton, cased then caseless.
+    literal_plans: [Vec<LiteralPlanRef>; 2],
+    literals: [Lazy<Option<LiteralSet>>; 2],
     pub verifiers: Vec<Verifier>,
     /// Verifiers without a prefilter that the gate does not cover (the
     /// backtracking ones): run on every value.
@@ -82,13 +105,21 @@ pub(crate) struct FieldScanner {
     /// The linear verifiers without a prefilter, as one multi-pattern
     /// regex: one pass over a value says which of them match at all,
     /// instead of one pass each (benign text usually matches none).
-    gate: Option<Gate>,
+    /// Pattern i of the gate is verifier `gate_members[i]`; empty: no gate.
+    gate_members: Vec<usize>,
+    gate: Lazy<Gate>,
     /// Index of this field's first verifier in the engine-wide numbering
     /// (candidate bits and regex caches in [`crate::engine::Scratch`]).
     pub verifier_base: usize,
 }
 
-#[derive(Debug, thiserror::Error)]
+/// One literal of an automaton: its text and what a hit on it means.
+struct LiteralPlanRef {
+    text: String,
+    targets: Vec<LiteralTarget>,
+}
+
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum ScanBuildError {
     #[error("field `{field}`: expected {expected} DFA shards, got {got}")]
     ShardCount {
@@ -96,23 +127,52 @@ pub enum ScanBuildError {
         expected: usize,
         got: usize,
     },
-    #[error("field `{field}`: literal automaton: {source}")]
-    Literals {
-        field: String,
-        source: aho_corasick::BuildError,
-    },
-    #[error("field `{field}`: verifier for atom {atom}: {source}")]
+    #[error("field `{field}`: literal automaton: {message}")]
+    Literals { field: String, message: String },
+    #[error("field `{field}`: verifier for atom {atom}: {message}")]
     Verifier {
         field: String,
         atom: u32,
-        source: Box<regex_automata::meta::BuildError>,
+        message: String,
     },
-    #[error("field `{field}`: backtracking verifier for atom {atom}: {source}")]
+    #[error("field `{field}`: backtracking verifier for atom {atom}: {message}")]
     Backtrack {
         field: String,
         atom: u32,
-        source: Box<fancy_regex::Error>,
+        message: String,
     },
+}
+
+impl Verifier {
+    /// The verifier's matcher, built on first use.
+    fn matcher(&self, field: &str) -> Result<&Matcher, &ScanBuildError> {
+        self.matcher
+            .get_or_init(|| {
+                if self.backtrack {
+                    fancy_regex::RegexBuilder::new(&self.pattern)
+                        .backtrack_limit(BACKTRACK_LIMIT)
+                        .build()
+                        .map(|r| Matcher::Backtrack {
+                            re: Box::new(r),
+                            gate: self.relaxed.as_deref().and_then(|p| linear_regex(p).ok()),
+                        })
+                        .map_err(|e| ScanBuildError::Backtrack {
+                            field: field.to_string(),
+                            atom: self.atom,
+                            message: e.to_string(),
+                        })
+                } else {
+                    linear_regex(&self.pattern)
+                        .map(Matcher::Linear)
+                        .map_err(|e| ScanBuildError::Verifier {
+                            field: field.to_string(),
+                            atom: self.atom,
+                            message: e.to_string(),
+                        })
+                }
+            })
+            .as_ref()
+    }
 }
 
 impl FieldScanner {
@@ -138,110 +198,137 @@ impl FieldScanner {
                 atoms: p.atoms.clone(),
             })
             .collect();
-        let literal_set = |ci: bool| -> Result<Option<LiteralSet>, ScanBuildError> {
-            let lits: Vec<_> = plan
-                .literals
+        let literal_plans = [false, true].map(|ci| {
+            plan.literals
                 .iter()
                 .filter(|l| l.case_insensitive == ci)
-                .collect();
-            if lits.is_empty() {
-                return Ok(None);
-            }
-            let ac = AhoCorasick::builder()
-                .match_kind(MatchKind::Standard)
-                .ascii_case_insensitive(ci)
-                .kind(Some(AhoCorasickKind::DFA))
-                .build(lits.iter().map(|l| l.text.as_bytes()))
-                .map_err(|source| ScanBuildError::Literals {
-                    field: field.clone(),
-                    source,
-                })?;
-            Ok(Some(LiteralSet {
-                ac,
-                targets: lits.iter().map(|l| l.targets.clone()).collect(),
-            }))
-        };
-        let cased = literal_set(false)?;
-        let caseless = literal_set(true)?;
-        let verifiers = plan
+                .map(|l| LiteralPlanRef {
+                    text: l.text.clone(),
+                    targets: l.targets.clone(),
+                })
+                .collect()
+        });
+        let verifiers: Vec<Verifier> = plan
             .verifiers
             .iter()
             .map(|v| {
                 let (pattern, validator) = atom_spec(v.atom);
-                let matcher = if v.backtrack {
-                    fancy_regex::RegexBuilder::new(&pattern)
-                        .backtrack_limit(BACKTRACK_LIMIT)
-                        .build()
-                        .map(|r| Matcher::Backtrack {
-                            re: Box::new(r),
-                            gate: v.relaxed.as_deref().and_then(|p| linear_regex(p).ok()),
-                        })
-                        .map_err(|e| ScanBuildError::Backtrack {
-                            field: field.clone(),
-                            atom: v.atom,
-                            source: Box::new(e),
-                        })?
-                } else {
-                    linear_regex(&pattern).map(Matcher::Linear).map_err(|e| {
-                        ScanBuildError::Verifier {
-                            field: field.clone(),
-                            atom: v.atom,
-                            source: e,
-                        }
-                    })?
-                };
-                Ok(Verifier {
+                Verifier {
                     atom: v.atom,
                     prefiltered: v.prefiltered,
-                    matcher,
+                    backtrack: v.backtrack,
+                    pattern,
+                    relaxed: v.relaxed.clone(),
+                    matcher: OnceLock::new(),
                     validator,
-                })
+                }
             })
-            .collect::<Result<Vec<_>, ScanBuildError>>()?;
+            .collect();
         let (gated, mut unfiltered): (Vec<usize>, Vec<usize>) = verifiers
             .iter()
             .enumerate()
             .filter(|(_, v)| !v.prefiltered)
             .map(|(i, _)| i)
-            .partition(|&i| matches!(verifiers[i].matcher, Matcher::Linear(_)));
-        let gate = if gated.len() > 1 {
-            let patterns: Vec<String> = gated
-                .iter()
-                .map(|&i| atom_spec(verifiers[i].atom).0)
-                .collect();
-            let set = meta::Builder::new()
-                .configure(
-                    meta::Config::new()
-                        .match_kind(RegexMatchKind::All)
-                        .nfa_size_limit(Some(NFA_SIZE_LIMIT)),
-                )
-                .build_many(&patterns)
-                .map_err(|e| ScanBuildError::Verifier {
-                    field: field.clone(),
-                    atom: verifiers[gated[0]].atom,
-                    source: Box::new(e),
-                })?;
-            Some(Gate {
-                set,
-                members: gated,
-            })
+            .partition(|&i| !verifiers[i].backtrack);
+        let gate_members = if gated.len() > 1 {
+            gated
         } else {
             // One linear verifier alone is its own gate.
             unfiltered.extend(gated);
-            None
+            Vec::new()
         };
         Ok(FieldScanner {
+            field,
             shards,
-            cased,
-            caseless,
+            literal_plans,
+            literals: [OnceLock::new(), OnceLock::new()],
             verifiers,
             unfiltered,
-            gate,
+            gate_members,
+            gate: OnceLock::new(),
             verifier_base,
         })
     }
 
-    /// Records in `hits` every atom of this field found in `hay`.
+    /// Builds every lazily built part now (literal automata, gate,
+    /// verifiers) and returns the first that cannot be built. For warm-up
+    /// after start (so the first requests do not pay) and for checks.
+    pub fn build_all(&self) -> Result<(), ScanBuildError> {
+        let mut first = None;
+        let mut keep = |r: Result<(), &ScanBuildError>| {
+            if let Err(e) = r {
+                first.get_or_insert_with(|| e.clone());
+            }
+        };
+        for ci in 0..2 {
+            keep(self.literal_set(ci).map(|_| ()));
+        }
+        if !self.gate_members.is_empty() {
+            keep(self.gate().map(|_| ()));
+        }
+        for v in &self.verifiers {
+            keep(v.matcher(&self.field).map(|_| ()));
+        }
+        first.map_or(Ok(()), Err)
+    }
+
+    /// Automaton `ci` (0 cased, 1 caseless), built on first use; `None`
+    /// when the field has no such literal.
+    fn literal_set(&self, ci: usize) -> Result<Option<&LiteralSet>, &ScanBuildError> {
+        self.literals[ci]
+            .get_or_init(|| {
+                let lits = &self.literal_plans[ci];
+                if lits.is_empty() {
+                    return Ok(None);
+                }
+                let ac = AhoCorasick::builder()
+                    .match_kind(MatchKind::Standard)
+                    .ascii_case_insensitive(ci == 1)
+                    .kind(Some(AhoCorasickKind::DFA))
+                    .build(lits.iter().map(|l| l.text.as_bytes()))
+                    .map_err(|e| ScanBuildError::Literals {
+                        field: self.field.clone(),
+                        message: e.to_string(),
+                    })?;
+                Ok(Some(LiteralSet {
+                    ac,
+                    targets: lits.iter().map(|l| l.targets.clone()).collect(),
+                }))
+            })
+            .as_ref()
+            .map(Option::as_ref)
+    }
+
+    /// The gate, built on first use (only called when it has members).
+    fn gate(&self) -> Result<&Gate, &ScanBuildError> {
+        self.gate
+            .get_or_init(|| {
+                let patterns: Vec<&str> = self
+                    .gate_members
+                    .iter()
+                    .map(|&i| self.verifiers[i].pattern.as_str())
+                    .collect();
+                meta::Builder::new()
+                    .configure(
+                        meta::Config::new()
+                            .match_kind(RegexMatchKind::All)
+                            .nfa_size_limit(Some(NFA_SIZE_LIMIT)),
+                    )
+                    .build_many(&patterns)
+                    .map(|set| Gate { set })
+                    .map_err(|e| ScanBuildError::Verifier {
+                        field: self.field.clone(),
+                        atom: self.verifiers[self.gate_members[0]].atom,
+                        message: e.to_string(),
+                    })
+            })
+            .as_ref()
+    }
+
+    /// Records in `hits` every atom of this field found in `hay`. Between
+    /// its passes it checks `deadline` and returns early once it passed
+    /// (the caller then discards the incomplete result).
+    #[allow(clippy::too_many_arguments)]
     pub fn scan_value(
         &self,
         hay: &str,
@@ -250,6 +337,7 @@ impl FieldScanner {
         caches: &mut [Option<meta::Cache>],
         gate_scratch: &mut Option<GateScratch>,
         relevant: Option<&BitSet>,
+        deadline: &Deadline,
     ) {
         let bytes = hay.as_bytes();
         // Verifiers of atoms no rule at this stage reads are skipped.
@@ -260,17 +348,27 @@ impl FieldScanner {
                 ShardDfa::Owned(d) => scan_dfa(d, &shard.atoms, bytes, hits),
             }
         }
-        for set in [&self.cased, &self.caseless].into_iter().flatten() {
+        for ci in 0..2 {
+            let set = match self.literal_set(ci) {
+                Ok(Some(set)) => set,
+                Ok(None) => continue,
+                Err(_) => {
+                    // No automaton: every target of its literals counts as
+                    // found (atoms) or must be checked (verifiers).
+                    for t in self.literal_plans[ci].iter().flat_map(|l| &l.targets) {
+                        self.mark(*t, hits, candidates);
+                    }
+                    continue;
+                }
+            };
             for m in set.ac.find_overlapping_iter(bytes) {
                 for t in &set.targets[m.pattern().as_usize()] {
-                    match *t {
-                        LiteralTarget::Atom(a) => hits.insert(a as usize),
-                        LiteralTarget::Verifier(v) => {
-                            candidates.insert(self.verifier_base + v as usize)
-                        }
-                    }
+                    self.mark(*t, hits, candidates);
                 }
             }
+        }
+        if deadline.passed() {
+            return;
         }
         // Only the verifiers that may run: the prefiltered ones whose
         // literals hit (the candidate bits just set; the engine clears them
@@ -280,95 +378,143 @@ impl FieldScanner {
         let range = self.verifier_base..self.verifier_base + self.verifiers.len();
         for slot in candidates.iter() {
             if range.contains(&slot) && wanted(&self.verifiers[slot - self.verifier_base]) {
-                self.verify(slot - self.verifier_base, hay, hits, caches);
+                if deadline.passed() {
+                    return;
+                }
+                self.verify(slot - self.verifier_base, hay, hits, caches, deadline);
             }
         }
-        if let (Some(gate), Some(g)) = (&self.gate, gate_scratch.as_mut()) {
-            g.found.clear();
-            gate.set
-                .which_overlapping_matches_with(&mut g.cache, &Input::new(bytes), &mut g.found);
-            for p in g.found.iter() {
-                let i = gate.members[p.as_usize()];
-                let v = &self.verifiers[i];
-                // The set proved a match; only a validator needs the matches.
-                if v.validator.is_none() {
-                    hits.insert(v.atom as usize);
-                } else if wanted(v) {
-                    self.verify(i, hay, hits, caches);
+        if !self.gate_members.is_empty() {
+            match self.gate() {
+                Ok(gate) => {
+                    let g = gate_scratch.get_or_insert_with(|| GateScratch {
+                        cache: gate.set.create_cache(),
+                        found: PatternSet::new(gate.set.pattern_len()),
+                    });
+                    g.found.clear();
+                    gate.set.which_overlapping_matches_with(
+                        &mut g.cache,
+                        &Input::new(bytes),
+                        &mut g.found,
+                    );
+                    for p in g.found.iter() {
+                        let i = self.gate_members[p.as_usize()];
+                        let v = &self.verifiers[i];
+                        // The set proved a match; only a validator needs
+                        // the matches.
+                        if v.validator.is_none() {
+                            hits.insert(v.atom as usize);
+                        } else if wanted(v) {
+                            self.verify(i, hay, hits, caches, deadline);
+                        }
+                    }
+                }
+                // Without the gate its members run one by one.
+                Err(_) => {
+                    for &i in &self.gate_members {
+                        if wanted(&self.verifiers[i]) && !deadline.passed() {
+                            self.verify(i, hay, hits, caches, deadline);
+                        }
+                    }
                 }
             }
         }
         for &i in &self.unfiltered {
             if wanted(&self.verifiers[i]) {
-                self.verify(i, hay, hits, caches);
+                if deadline.passed() {
+                    return;
+                }
+                self.verify(i, hay, hits, caches, deadline);
             }
         }
     }
 
-    /// The gate's per-evaluation memory (`None`: this field has no gate).
+    /// A literal hit: its atom is found, or its verifier a candidate.
+    fn mark(&self, t: LiteralTarget, hits: &mut BitSet, candidates: &mut BitSet) {
+        match t {
+            LiteralTarget::Atom(a) => hits.insert(a as usize),
+            LiteralTarget::Verifier(v) => candidates.insert(self.verifier_base + v as usize),
+        }
+    }
+
+    /// The gate's per-evaluation memory: made on the gate's first use.
     pub fn new_gate_scratch(&self) -> Option<GateScratch> {
-        self.gate.as_ref().map(|g| GateScratch {
-            cache: g.set.create_cache(),
-            found: PatternSet::new(g.set.pattern_len()),
-        })
+        None
     }
 
     /// Runs verifier `i` (of this field) on `hay`.
-    fn verify(&self, i: usize, hay: &str, hits: &mut BitSet, caches: &mut [Option<meta::Cache>]) {
+    fn verify(
+        &self,
+        i: usize,
+        hay: &str,
+        hits: &mut BitSet,
+        caches: &mut [Option<meta::Cache>],
+        deadline: &Deadline,
+    ) {
         let v = &self.verifiers[i];
         if hits.contains(v.atom as usize) {
             return;
         }
         let slot = self.verifier_base + i;
-        let found = match (&v.matcher, v.validator) {
-            (Matcher::Linear(re), None) => {
+        let found = match (v.matcher(&self.field), v.validator) {
+            // Not buildable (the compiler rules this out): fail closed.
+            (Err(_), _) => true,
+            (Ok(Matcher::Linear(re)), None) => {
                 let input = Input::new(hay.as_bytes()).earliest(true);
-                match &mut caches[slot] {
-                    Some(cache) => re.search_with(cache, &input).is_some(),
-                    None => re.search(&input).is_some(),
-                }
+                let cache = caches[slot].get_or_insert_with(|| re.create_cache());
+                re.search_with(cache, &input).is_some()
             }
-            (Matcher::Linear(re), Some(check)) => match &mut caches[slot] {
-                Some(cache) => any_valid_match(re, cache, hay, check),
-                None => any_valid_match(re, &mut re.create_cache(), hay, check),
-            },
+            (Ok(Matcher::Linear(re)), Some(check)) => {
+                let cache = caches[slot].get_or_insert_with(|| re.create_cache());
+                any_valid_match(re, cache, hay, check, deadline)
+            }
             // Err: the step budget ran out (see BACKTRACK_LIMIT): fail closed.
             // Cannot match where its superset does not: the backtracking
             // engine is spared benign text.
-            (Matcher::Backtrack { gate: Some(g), .. }, _) if !g.is_match(hay) => false,
-            (Matcher::Backtrack { re, .. }, None) => re.is_match(hay).unwrap_or(true),
-            (Matcher::Backtrack { re, .. }, Some(check)) => re.find_iter(hay).any(|m| match m {
-                Ok(m) => check.check(m.as_str()),
-                Err(_) => true,
-            }),
+            (Ok(Matcher::Backtrack { gate: Some(g), .. }), _) if !g.is_match(hay) => false,
+            (Ok(Matcher::Backtrack { re, .. }), None) => re.is_match(hay).unwrap_or(true),
+            (Ok(Matcher::Backtrack { re, .. }), Some(check)) => {
+                re.find_iter(hay).any(|m| match m {
+                    Ok(m) => check.check(m.as_str()) || deadline.passed(),
+                    Err(_) => true,
+                })
+            }
         };
         if found {
             hits.insert(v.atom as usize);
         }
     }
 
-    /// One cache slot per verifier (none for backtracking verifiers:
-    /// fancy-regex keeps its own state).
+    /// One cache slot per verifier, empty until the verifier first runs
+    /// (backtracking verifiers never fill theirs: fancy-regex keeps its
+    /// own state).
     pub fn new_caches(&self) -> impl Iterator<Item = Option<meta::Cache>> + '_ {
-        self.verifiers.iter().map(|v| match &v.matcher {
-            Matcher::Linear(re) => Some(re.create_cache()),
-            Matcher::Backtrack { .. } => None,
-        })
+        self.verifiers.iter().map(|_| None)
     }
 }
 
 /// Whether any match of `regex` in `hay` passes `check`; walks the matches
 /// left to right with the caller's cache, so it does not allocate.
+///
+/// Each search may read far ahead, so many short matches over a long value
+/// cost more than one pass: `deadline` is checked every few matches, and
+/// once it passed the walk stops (the evaluation is being abandoned).
 fn any_valid_match(
     regex: &meta::Regex,
     cache: &mut meta::Cache,
     hay: &str,
     check: Validator,
+    deadline: &Deadline,
 ) -> bool {
     let mut input = Input::new(hay);
+    let mut seen = 0u32;
     while let Some(m) = regex.search_with(cache, &input) {
         if check.check(&hay[m.range()]) {
             return true;
+        }
+        seen = seen.wrapping_add(1);
+        if seen.is_multiple_of(64) && deadline.passed() {
+            return false;
         }
         let next = if m.is_empty() { m.end() + 1 } else { m.end() };
         if next > hay.len() {

@@ -1,16 +1,65 @@
 //! The deadline on one evaluation (`server.eval_timeout_ms`).
 //!
-//! The compiled evaluators run synchronously; an evaluation cannot be
-//! interrupted from outside. So an event big enough to take noticeable time
-//! runs on tokio's blocking pool and the request awaits it under the
-//! deadline: past it the request is answered by `fail_mode` and the async
-//! worker is free for other requests (`/health` keeps answering), while the
-//! evaluation finishes on its own thread and is discarded. Small events
-//! stay inline: every scan is linear, so a few KiB take microseconds, and a
-//! hand-off to another thread would cost more than the evaluation.
+//! An event big enough to take noticeable time runs on tokio's blocking
+//! pool and the request awaits it under the deadline: past it the request
+//! is answered by `fail_mode` (`failure.kind: timeout`) and the async
+//! worker is free for other requests (`/health` keeps answering). The
+//! same instant is handed to the engine ([`parallax_runtime::deadline`]),
+//! which checks it between fields, values, verifiers and every few matches
+//! of a long match walk and stops there, so the blocking thread is freed
+//! too instead of finishing a result nobody reads; [`Running`] counts the
+//! evaluations still on the pool (`parallax_bounded_evaluations_running`).
+//! Small events stay inline: every scan is linear, so a few KiB take
+//! microseconds, and a hand-off to another thread would cost more than the
+//! evaluation.
 
+use crate::metrics::MetricsSource;
 use parallax_runtime::Event;
 use serde_json::Value;
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Evaluations running on the blocking pool under the deadline, as a
+/// metrics gauge: after a burst of timed-out requests it falls back to 0
+/// as soon as each evaluation has noticed its deadline.
+#[derive(Debug, Default)]
+pub struct Running(AtomicU64);
+
+/// Held while one bounded evaluation runs; dropping it (also on a panic)
+/// counts it out.
+pub struct RunningGuard(Arc<Running>);
+
+impl Running {
+    pub fn enter(self: &Arc<Self>) -> RunningGuard {
+        self.0.fetch_add(1, Ordering::Relaxed);
+        RunningGuard(self.clone())
+    }
+
+    pub fn now(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for RunningGuard {
+    fn drop(&mut self) {
+        self.0 .0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl MetricsSource for Running {
+    fn render(&self, out: &mut String) {
+        let _ = writeln!(
+            out,
+            "# HELP parallax_bounded_evaluations_running Evaluations of large events running \
+             on the blocking pool under server.eval_timeout_ms (a timed-out one stops at its \
+             deadline).\n\
+             # TYPE parallax_bounded_evaluations_running gauge\n\
+             parallax_bounded_evaluations_running {}",
+            self.now()
+        );
+    }
+}
 
 /// Events with at most this much text are evaluated inline.
 pub const INLINE_BYTES: usize = 16 * 1024;

@@ -84,6 +84,8 @@ pub struct DecisionService {
     sql_routing: bool,
     /// Finished decisions for live viewers (the dashboard's stream).
     feed: Arc<feed::Feed>,
+    /// Evaluations on the blocking pool under the deadline ([`deadline`]).
+    running: Arc<deadline::Running>,
 }
 
 /// An event between the compiled evaluators and the SQL rules.
@@ -102,6 +104,9 @@ struct Pending {
     route: Route,
     /// Why there is no verdict (the engine panicked).
     panicked: Option<String>,
+    /// The evaluation stopped at its deadline ([`deadline`]): the verdict
+    /// is incomplete and fail_mode decides.
+    timed_out: bool,
 }
 
 impl DecisionService {
@@ -149,6 +154,8 @@ impl DecisionService {
         };
         let feed = Arc::new(feed::Feed::default());
         metrics.add_source(feed.clone());
+        let running = Arc::new(deadline::Running::default());
+        metrics.add_source(running.clone());
         Ok(DecisionService {
             current: ArcSwap::from_pointee(RulesInForce::new(engine)),
             settings,
@@ -162,6 +169,7 @@ impl DecisionService {
             approvals,
             sql_routing: true,
             feed,
+            running,
         })
     }
 
@@ -191,6 +199,7 @@ impl DecisionService {
             a.set_metrics(metrics.clone());
         }
         metrics.add_source(self.feed.clone());
+        metrics.add_source(self.running.clone());
         self.metrics = metrics;
         self
     }
@@ -322,7 +331,7 @@ impl DecisionService {
             event_clock: self.event_clock,
             routing: self.sql_routing,
         };
-        evaluate(current, prepared, store)
+        evaluate(current, prepared, store, None)
     }
 
     /// Step 1, and the event prepared for the evaluators.
@@ -355,11 +364,26 @@ impl DecisionService {
             event_clock: self.event_clock,
             routing: self.sql_routing,
         };
-        let task = tokio::task::spawn_blocking(move || evaluate(current, prepared, store));
         let timeout_ms = self.settings.server.eval_timeout_ms;
         let left = Duration::from_millis(timeout_ms.max(1)).saturating_sub(started.elapsed());
+        // The engine checks this itself and stops there, so a timed-out
+        // evaluation frees its blocking thread too, not only the request.
+        let stop = Instant::now() + left;
+        let running = self.running.enter();
+        let task = tokio::task::spawn_blocking(move || {
+            let _running = running;
+            evaluate(current, prepared, store, Some(stop))
+        });
         let report = match tokio::time::timeout(left, task).await {
-            Ok(Ok(pending)) => return Ok(pending),
+            Ok(Ok(pending)) if !pending.timed_out => return Ok(pending),
+            Ok(Ok(_)) => self.failed(
+                "timeout",
+                format!(
+                    "the evaluation did not finish within server.eval_timeout_ms \
+                     ({timeout_ms} ms)"
+                ),
+                started,
+            ),
             Ok(Err(e)) => self.failed("internal", format!("evaluation task failed: {e}"), started),
             Err(_) => self.failed(
                 "timeout",
@@ -750,10 +774,25 @@ struct StoreUse {
 /// Step 2: the compiled evaluators on `prepared` with the rules in force,
 /// and what the side-store is to be sent. A free function so that it can
 /// move to the blocking pool ([`deadline`]).
-fn evaluate(current: Arc<RulesInForce>, prepared: PreparedEvent, store: StoreUse) -> Pending {
+///
+/// With `stop`, the engine gives up at that instant ([`deadline`]); the
+/// pending event then says `timed_out` and carries no store request.
+fn evaluate(
+    current: Arc<RulesInForce>,
+    prepared: PreparedEvent,
+    store: StoreUse,
+    stop: Option<Instant>,
+) -> Pending {
     let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
         let mut scratch = current.take_scratch();
-        let verdict = current.engine.evaluate(&prepared, &mut scratch);
+        scratch.set_deadline(stop);
+        current.engine.evaluate(&prepared, &mut scratch);
+        if scratch.timed_out() {
+            scratch.set_deadline(None);
+            current.put_scratch(scratch);
+            return None;
+        }
+        let verdict = scratch.verdict();
         // A blocked event is recorded too (a retried blocked command is
         // what rate rules must see); the store then runs no rule on it.
         let route = if store.routing {
@@ -787,17 +826,28 @@ fn evaluate(current: Arc<RulesInForce>, prepared: PreparedEvent, store: StoreUse
             req
         });
         let owned = verdict.to_owned_verdict();
+        scratch.set_deadline(None);
         current.put_scratch(scratch);
-        (owned, request, route)
+        Some((owned, request, route))
     }));
     match outcome {
-        Ok((verdict, request, route)) => Pending {
+        Ok(Some((verdict, request, route))) => Pending {
             current,
             prepared,
             verdict: Some(verdict),
             request,
             route,
             panicked: None,
+            timed_out: false,
+        },
+        Ok(None) => Pending {
+            current,
+            prepared,
+            verdict: None,
+            request: None,
+            route: Route::Skip,
+            panicked: None,
+            timed_out: true,
         },
         Err(panic) => Pending {
             current,
@@ -806,6 +856,7 @@ fn evaluate(current: Arc<RulesInForce>, prepared: PreparedEvent, store: StoreUse
             request: None,
             route: Route::Skip,
             panicked: Some(panic_message(panic)),
+            timed_out: false,
         },
     }
 }

@@ -86,6 +86,7 @@ impl DecisionService {
         let previous = self.engine().program().fingerprint.clone();
         self.reload_store(loaded.engine.program())?;
         let next = RulesInForce::new(loaded.engine);
+        super::rules_in_force::warm_up(next.engine.clone());
         let p = next.engine.program();
         let out = Reloaded {
             previous_fingerprint: previous,

@@ -4,6 +4,34 @@
 use parallax_runtime::{Engine, Scratch};
 use parallax_store::SqlRouting;
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+/// Builds, on a thread of its own, what `engine` otherwise builds on first
+/// use (literal automata, verifier regexes: see
+/// [`Engine::build_all`]), so a server's start-up does not wait for it
+/// and its first requests do not pay for it. A request that needs a part
+/// still being built waits for that part only. A part that cannot be
+/// built is logged here; its atoms count as found (fail closed).
+pub fn warm_up(engine: Arc<Engine>) {
+    let spawned = std::thread::Builder::new()
+        .name("parallax-warm-up".into())
+        .spawn(move || {
+            let started = Instant::now();
+            match engine.build_all() {
+                Ok(()) => tracing::info!(
+                    ms = started.elapsed().as_millis() as u64,
+                    "literal automata and verifiers built"
+                ),
+                Err(e) => tracing::error!(
+                    error = %e,
+                    "a scanner part cannot be built; its atoms count as found"
+                ),
+            }
+        });
+    if let Err(e) = spawned {
+        tracing::warn!(error = %e, "no warm-up thread; scanners are built on first use");
+    }
+}
 
 pub struct RulesInForce {
     pub engine: Arc<Engine>,
