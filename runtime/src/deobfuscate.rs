@@ -22,6 +22,9 @@
 //! from, so redaction can rewrite the original text when only a view
 //! matched; bytes a base64 blob decodes to all point at the blob's start.
 
+use aho_corasick::AhoCorasick;
+use std::sync::OnceLock;
+
 /// A view of a text: the rewritten text, and for each of its bytes the
 /// offset in the input it came from, plus one final entry (the input
 /// length).
@@ -102,7 +105,7 @@ pub fn compose(outer: &[usize], inner: View) -> View {
 /// Which passes a text can need, found in one cheap pass over its bytes
 /// (table lookups, no tokenising), so that ordinary text skips the rest.
 struct Gate {
-    /// A `<` (comments, tags).
+    /// A comment or a word-splitting tag (see [`has_markup`]).
     markup: bool,
     /// A run of 16 base64 characters with both cases and a digit or symbol.
     base64: bool,
@@ -113,40 +116,87 @@ struct Gate {
 
 impl Gate {
     fn of(bytes: &[u8]) -> Gate {
-        let mut g = Gate {
-            markup: false,
-            base64: false,
-            words: false,
-        };
-        // Per byte: its class bits, and the class bits of the five before.
-        let (mut run, mut seen) = (0usize, 0u8);
-        let mut hist = 0u64;
-        for &b in bytes {
-            let c = CLASS[b as usize];
-            g.markup |= b == b'<';
-            if c & B64 != 0 {
-                run += 1;
-                seen |= c;
-                g.base64 |= run >= MIN_BASE64_RUN
-                    && seen & (UPPER | LOWER | OTHER) == UPPER | LOWER | OTHER;
-            } else {
-                (run, seen) = (0, 0);
-            }
-            if c & ALPHA != 0 {
-                let p = |k: u32| (hist >> (8 * k)) as u8;
-                // `h4ck`: a leet character between letters.
-                g.words |= p(0) & LEET != 0 && p(1) & ALPHA != 0;
-                // `a.b.c`: two single letters, each after a separator.
-                g.words |= p(0) & SEP != 0
-                    && p(1) & ALPHA != 0
-                    && p(2) & SEP != 0
-                    && p(3) & ALPHA != 0
-                    && p(4) & SEP != 0;
-            }
-            hist = (hist << 8) | u64::from(c);
+        Gate {
+            markup: has_markup(bytes),
+            base64: has_base64_run(bytes),
+            words: has_word_tricks(bytes),
         }
-        g
     }
+}
+
+/// Whether a maximal run of base64 characters at least [`MIN_BASE64_RUN`]
+/// long holds an upper-case letter, a lower-case one and a digit or symbol.
+/// Looks at each window of [`MIN_BASE64_RUN`] bytes from its end: the last
+/// byte that breaks the window is where the next run can start, so prose
+/// and code, broken every few bytes, are mostly stepped over, and no byte
+/// is looked at more than twice.
+fn has_base64_run(bytes: &[u8]) -> bool {
+    let in_run = |b: u8| CLASS[b as usize] & B64 != 0;
+    let mut start = 0;
+    while start + MIN_BASE64_RUN <= bytes.len() {
+        let window = &bytes[start..start + MIN_BASE64_RUN];
+        if let Some(k) = window.iter().rposition(|&b| !in_run(b)) {
+            start += k + 1;
+            continue;
+        }
+        // `start` begins a run (the byte before it, if any, breaks runs).
+        let mut end = start + MIN_BASE64_RUN;
+        while end < bytes.len() && in_run(bytes[end]) {
+            end += 1;
+        }
+        let seen = bytes[start..end]
+            .iter()
+            .fold(0u8, |acc, &b| acc | CLASS[b as usize]);
+        if seen & (UPPER | LOWER | OTHER) == UPPER | LOWER | OTHER {
+            return true;
+        }
+        start = end + 1;
+    }
+    false
+}
+
+/// Whether a leet character sits between letters (`h4ck`) or two single
+/// letters each follow a separator (`a.b.c`). Per block of 64 bytes the
+/// class bits are looked up once into a buffer that keeps the five before
+/// the block, then both shapes are tested at every position at once, on
+/// aligned slices of that buffer with no branch on the text, which the
+/// compiler turns into vector code: a few instructions a byte.
+fn has_word_tricks(bytes: &[u8]) -> bool {
+    const BLOCK: usize = 64;
+    const BEFORE: usize = 5;
+    let mut class = [0u8; BLOCK + BEFORE];
+    for chunk in bytes.chunks(BLOCK) {
+        let n = chunk.len();
+        for (c, &b) in class[BEFORE..BEFORE + n].iter_mut().zip(chunk) {
+            *c = CLASS[b as usize];
+        }
+        // `back(k)[j]`: the class of the byte k before the j-th of the block.
+        let back = |k: usize| &class[BEFORE - k..BEFORE - k + n];
+        let (c0, c1, c2, c3, c4, c5) = (back(0), back(1), back(2), back(3), back(4), back(5));
+        let is = |c: u8, bit: u8| (c & bit) >> bit.trailing_zeros();
+        let mut found = 0u8;
+        for j in 0..n {
+            let letters = is(c0[j], ALPHA) & is(c2[j], ALPHA);
+            let leet = is(c1[j], LEET);
+            let spelt = is(c1[j], SEP) & is(c3[j], SEP) & is(c4[j], ALPHA) & is(c5[j], SEP);
+            found |= letters & (leet | spelt);
+        }
+        if found != 0 {
+            return true;
+        }
+        class.copy_within(n..n + BEFORE, 0);
+    }
+    false
+}
+
+/// Whether the markup pass has anything to remove: a `<!--`, or a tag that
+/// splits a word (a letter before it; a chain of tags, `ig<b></b>nore`, is
+/// found at its first). Code and prose have many `<` (`Vec<u8>`, `a < b`)
+/// and almost never these; each `<` is found by `memchr` and looked at
+/// locally, so the pass over the text itself is skipped.
+fn has_markup(bytes: &[u8]) -> bool {
+    memchr::memchr_iter(b'<', bytes)
+        .any(|i| bytes[i..].starts_with(b"<!--") || word_splitting_tag(bytes, i, i).is_some())
 }
 
 const B64: u8 = 1;
@@ -720,13 +770,32 @@ const ENGLISH_ROT13: [&str; 16] = [
     "abg", "abj", "zr",
 ];
 
+/// Words ROT13 English almost always has one of.
+const ROT13_TELLS: [&str; 6] = ["gur ", "Gur ", "GUR ", "naq ", "lbh", "Lbh"];
+
+/// Whether `text` holds one of [`ROT13_TELLS`]: one multi-literal pass
+/// (SIMD where the CPU has it) instead of a substring search per tell, which
+/// was six passes over every string viewed.
+fn has_rot13_tell(text: &str) -> bool {
+    static TELLS: OnceLock<Option<AhoCorasick>> = OnceLock::new();
+    // Leftmost-first (is_match does not care which tell) lets the
+    // automaton use its packed SIMD searcher.
+    let build = || {
+        AhoCorasick::builder()
+            .match_kind(aho_corasick::MatchKind::LeftmostFirst)
+            .build(ROT13_TELLS)
+            .ok()
+    };
+    match TELLS.get_or_init(build) {
+        Some(ac) => ac.is_match(text),
+        None => ROT13_TELLS.iter().any(|t| text.contains(t)),
+    }
+}
+
 /// Whether more of the text's short words are ROT13 forms of common
 /// English words than are the words themselves (and at least two are).
 fn looks_rot13(text: &str) -> bool {
-    // ROT13 English almost always has one of these; `contains` is a fast
-    // substring search, so other text costs little.
-    const TELLS: [&str; 6] = ["gur ", "Gur ", "GUR ", "naq ", "lbh", "Lbh"];
-    if !TELLS.iter().any(|t| text.contains(t)) {
+    if !has_rot13_tell(text) {
         return false;
     }
     let (mut plain, mut rotated) = (0usize, 0usize);
@@ -839,6 +908,72 @@ mod tests {
         );
         assert_eq!(rot13("Ignore the warnings and run the tests"), None);
         assert_eq!(rot13("gur"), None);
+    }
+
+    /// The gate as first written, one byte at a time: the fast gate above
+    /// must agree with it on every input.
+    fn reference_gate(bytes: &[u8]) -> (bool, bool, bool) {
+        let (mut markup, mut base64, mut words) = (false, false, false);
+        let (mut run, mut seen) = (0usize, 0u8);
+        let mut hist = 0u64;
+        for &b in bytes {
+            let c = CLASS[b as usize];
+            markup |= b == b'<';
+            if c & B64 != 0 {
+                run += 1;
+                seen |= c;
+                base64 |= run >= MIN_BASE64_RUN
+                    && seen & (UPPER | LOWER | OTHER) == UPPER | LOWER | OTHER;
+            } else {
+                (run, seen) = (0, 0);
+            }
+            if c & ALPHA != 0 {
+                let p = |k: u32| (hist >> (8 * k)) as u8;
+                words |= p(0) & LEET != 0 && p(1) & ALPHA != 0;
+                words |= p(0) & SEP != 0
+                    && p(1) & ALPHA != 0
+                    && p(2) & SEP != 0
+                    && p(3) & ALPHA != 0
+                    && p(4) & SEP != 0;
+            }
+            hist = (hist << 8) | u64::from(c);
+        }
+        (markup, base64, words)
+    }
+
+    #[test]
+    fn fast_gate_agrees_with_the_reference() {
+        // Short alphabets that make each shape likely, and a fixed LCG.
+        let alphabets: [&[u8]; 4] = [
+            b"aB3+ /_.<>-",
+            b"aAbZz09+/=-_ ",
+            b"ab 1.4-x",
+            b"ig<b></b>!-- >nore",
+        ];
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        for n in 0..4000 {
+            let alphabet = alphabets[n % alphabets.len()];
+            let len = (n * 7) % 97;
+            let bytes: Vec<u8> = (0..len)
+                .map(|_| {
+                    state = state
+                        .wrapping_mul(6_364_136_223_846_793_005)
+                        .wrapping_add(1);
+                    alphabet[(state >> 33) as usize % alphabet.len()]
+                })
+                .collect();
+            let fast = Gate::of(&bytes);
+            let (markup, base64, words) = reference_gate(&bytes);
+            let text = String::from_utf8_lossy(&bytes);
+            assert_eq!(fast.base64, base64, "base64 gate on {text:?}");
+            assert_eq!(fast.words, words, "words gate on {text:?}");
+            // The markup gate is narrower than "a `<`": it must still be
+            // set whenever the markup pass would change the text.
+            assert!(!fast.markup || markup, "markup gate on {text:?}");
+            if !fast.markup && !fast.base64 {
+                assert!(strip_markup_and_decode(&text).is_none(), "skipped {text:?}");
+            }
+        }
     }
 
     #[test]

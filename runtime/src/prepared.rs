@@ -12,7 +12,7 @@ use crate::event::Event;
 use crate::field::{Canonical, FieldRef};
 use crate::normalize::view_texts;
 use serde_json::Value;
-use std::collections::HashMap;
+use std::sync::OnceLock;
 
 /// Argument keys that carry a shell command.
 pub const COMMAND_KEYS: [&str; 3] = ["command", "cmd", "script"];
@@ -72,7 +72,7 @@ const PATCH_FILE_HEADERS: [&str; 4] = [
     "*** Move to: ",
 ];
 
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct PreparedEvent {
     pub event: Event,
     command: Vec<String>,
@@ -81,10 +81,14 @@ pub struct PreparedEvent {
     url: Vec<String>,
     content: Vec<String>,
     query: Vec<String>,
-    /// Normalised and decoded views of the strings that have any, keyed by
-    /// the address and length of the original (owned by this struct, so
-    /// stable), so scanning can look them up without allocating.
-    variants: HashMap<(usize, usize), Vec<String>>,
+    /// Every string of the event a field can address, by address and length
+    /// (owned by this struct, so stable), sorted, each with its normalised
+    /// and decoded views computed the first time something reads it. Most
+    /// of an event is never read at its stage (a rule set reads a handful
+    /// of fields), and computing the views is the dearest part of
+    /// preparing: doing it on first read means a string nobody scans costs
+    /// nothing, and one read by several fields is viewed once.
+    variants: Vec<ViewSlot>,
     executable: Vec<String>,
     /// The shell analysis of the call's commands (`crate::shell`), for
     /// events that have one.
@@ -96,6 +100,37 @@ pub struct PreparedEvent {
     /// `triggers::first_time_recipient`). Set by the server, never read
     /// from the event, so a client cannot claim a recipient is known.
     known_recipients: Option<Vec<String>>,
+}
+
+/// One string of a [`PreparedEvent`] and, once read, its views.
+#[derive(Debug)]
+struct ViewSlot {
+    at: usize,
+    len: usize,
+    views: OnceLock<Box<[String]>>,
+}
+
+/// A clone owns new copies of the strings, at new addresses: its view slots
+/// are indexed again (and filled again on first read), never copied.
+impl Clone for PreparedEvent {
+    fn clone(&self) -> PreparedEvent {
+        let mut p = PreparedEvent {
+            event: self.event.clone(),
+            command: self.command.clone(),
+            path: self.path.clone(),
+            write_path: self.write_path.clone(),
+            url: self.url.clone(),
+            content: self.content.clone(),
+            query: self.query.clone(),
+            variants: Vec::new(),
+            executable: self.executable.clone(),
+            shell: self.shell.clone(),
+            read_path: self.read_path.clone(),
+            known_recipients: self.known_recipients.clone(),
+        };
+        p.add_variants();
+        p
+    }
 }
 
 impl PreparedEvent {
@@ -117,7 +152,7 @@ impl PreparedEvent {
             url: Vec::new(),
             content: Vec::new(),
             query: Vec::new(),
-            variants: HashMap::new(),
+            variants: Vec::new(),
             executable: Vec::new(),
             shell: None,
             read_path: Vec::new(),
@@ -132,12 +167,17 @@ impl PreparedEvent {
         p
     }
 
+    /// Indexes every string that [`PreparedEvent::for_each_value`] can
+    /// hand out, with an empty view slot; nothing is viewed yet.
     fn add_variants(&mut self) {
-        let mut variants = HashMap::new();
+        let mut slots = Vec::new();
         let mut add = |s: &str| {
-            let views = view_texts(s);
-            if !views.is_empty() {
-                variants.insert((s.as_ptr() as usize, s.len()), views);
+            if !s.is_empty() {
+                slots.push(ViewSlot {
+                    at: s.as_ptr() as usize,
+                    len: s.len(),
+                    views: OnceLock::new(),
+                });
             }
         };
         let e = &self.event;
@@ -161,19 +201,22 @@ impl PreparedEvent {
         ] {
             list.iter().for_each(|s| add(s));
         }
-        self.variants = variants;
+        slots.sort_unstable_by_key(|v| (v.at, v.len));
+        slots.dedup_by_key(|v| (v.at, v.len));
+        self.variants = slots;
     }
 
     /// The normalised and decoded views of a string of this event (most
-    /// strings have none).
+    /// strings have none), computed on the first call for that string.
     #[inline]
     fn variants_of(&self, s: &str) -> &[String] {
-        if self.variants.is_empty() {
-            return &[];
+        let key = (s.as_ptr() as usize, s.len());
+        match self.variants.binary_search_by_key(&key, |v| (v.at, v.len)) {
+            Ok(i) => self.variants[i]
+                .views
+                .get_or_init(|| view_texts(s).into_boxed_slice()),
+            Err(_) => &[],
         }
-        self.variants
-            .get(&(s.as_ptr() as usize, s.len()))
-            .map_or(&[], Vec::as_slice)
     }
 
     fn derive(&mut self) {
