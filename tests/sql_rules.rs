@@ -196,9 +196,11 @@ fn sweep_attack(s: &str) -> Vec<Step> {
         // The same file again is not a new one.
         step(5.0, read(s, "/home/dev/.ssh/id_rsa"), Expect::Quiet),
         step(5.0, read(s, "/home/dev/.netrc"), Expect::Quiet),
+        // A read no single-event rule blocks (.kube/config now is one, and
+        // a blocked event is not judged by the SQL rules).
         step(
             5.0,
-            read(s, "/home/dev/.kube/config"),
+            read(s, "/home/dev/.ssh/known_hosts"),
             Expect::Fires("sql-sensitive-path-sweep"),
         ),
     ]
