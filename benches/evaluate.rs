@@ -30,6 +30,8 @@ use timing::{fmt_ns, sample, Dist};
 struct Prepared {
     name: &'static str,
     body: Vec<u8>,
+    /// The event parsed, not prepared: what `PreparedEvent::new` starts from.
+    parsed: Event,
     event: PreparedEvent,
     text_bytes: usize,
 }
@@ -37,13 +39,16 @@ struct Prepared {
 fn prepare() -> Vec<Prepared> {
     events::all()
         .into_iter()
-        .map(|e| Prepared {
-            name: e.name,
-            body: serde_json::to_vec(&e.json).expect("events serialize"),
-            event: PreparedEvent::new(
-                Event::from_value(e.json).unwrap_or_else(|err| panic!("{}: {err}", e.name)),
-            ),
-            text_bytes: e.text_bytes,
+        .map(|e| {
+            let parsed =
+                Event::from_value(e.json.clone()).unwrap_or_else(|err| panic!("{}: {err}", e.name));
+            Prepared {
+                name: e.name,
+                body: serde_json::to_vec(&e.json).expect("events serialize"),
+                event: PreparedEvent::new(parsed.clone()),
+                parsed,
+                text_bytes: e.text_bytes,
+            }
         })
         .collect()
 }
@@ -58,15 +63,31 @@ fn end_to_end(engine: &Engine, scratch: &mut parallax_runtime::Scratch, body: &[
     serde_json::to_vec(&report).map(|v| v.len()).unwrap_or(0)
 }
 
+/// Derive the fields of a parsed event (views are computed on first read,
+/// so here, by the evaluation) and evaluate it: what a caller pays beyond
+/// JSON. The clone of the parsed event is part of the figure (a copy of
+/// its text, small beside the rest).
+fn prepare_and_evaluate(
+    engine: &Engine,
+    scratch: &mut parallax_runtime::Scratch,
+    parsed: &Event,
+) -> parallax_runtime::Action {
+    let event = PreparedEvent::new(parsed.clone());
+    engine.evaluate(&event, scratch).action
+}
+
 /// `PARALLAX_BENCH_REPEAT=<backend>/<event>/<count>`: evaluate one event
 /// `count` times and nothing else, for instruction counts that a busy
-/// machine cannot disturb:
+/// machine cannot disturb (backend `baked-prepared`: prepare it each time
+/// too, as [`prepare_and_evaluate`]):
 /// `valgrind --tool=callgrind <bench binary>` then
 /// `callgrind_annotate --inclusive=yes` (Ir of `Engine::evaluate` / count).
 fn repeat(spec: &str, events: &[Prepared], baked: &Engine, dynamic: &Engine, naive: &Naive) {
     let parts: Vec<&str> = spec.split('/').collect();
     let [backend, name, count] = parts[..] else {
-        panic!("PARALLAX_BENCH_REPEAT={spec}: expected <baked|dynamic|naive>/<event>/<count>");
+        panic!(
+            "PARALLAX_BENCH_REPEAT={spec}: expected <baked|baked-prepared|dynamic|naive>/<event>/<count>"
+        );
     };
     let count: usize = count
         .parse()
@@ -80,9 +101,16 @@ fn repeat(spec: &str, events: &[Prepared], baked: &Engine, dynamic: &Engine, nai
     for _ in 0..count {
         match backend {
             "baked" => black_box(baked.evaluate(black_box(&e.event), &mut scratch_b).action),
+            "baked-prepared" => black_box(prepare_and_evaluate(
+                baked,
+                &mut scratch_b,
+                black_box(&e.parsed),
+            )),
             "dynamic" => black_box(dynamic.evaluate(black_box(&e.event), &mut scratch_d).action),
             "naive" => black_box(naive.evaluate(black_box(&e.event))),
-            _ => panic!("PARALLAX_BENCH_REPEAT={spec}: backend is baked, dynamic or naive"),
+            _ => panic!(
+                "PARALLAX_BENCH_REPEAT={spec}: backend is baked, baked-prepared, dynamic or naive"
+            ),
         };
     }
     println!("{backend}/{name}: {count} evaluations");
@@ -144,6 +172,16 @@ fn main() {
         group.finish();
     }
     {
+        let mut group = c.benchmark_group("prepare_evaluate_baked");
+        for e in &events {
+            group.throughput(Throughput::Bytes(e.text_bytes as u64));
+            group.bench_function(e.name, |b| {
+                b.iter(|| prepare_and_evaluate(&baked, &mut scratch_b, black_box(&e.parsed)))
+            });
+        }
+        group.finish();
+    }
+    {
         let mut group = c.benchmark_group("end_to_end_baked");
         for e in &events {
             group.throughput(Throughput::Bytes(e.body.len() as u64));
@@ -164,10 +202,12 @@ fn main() {
         fmt_ns(timing::timer_overhead())
     );
     println!(
-        "{:<15} {:>7} | {:>9} {:>9} | {:>9} {:>9} | {:>9} {:>9} | {:>9} {:>9} | {:>8} {:>8}",
+        "{:<15} {:>7} | {:>9} {:>9} | {:>9} {:>9} | {:>9} {:>9} | {:>9} {:>9} | {:>9} {:>9} | {:>8} {:>8}",
         "event",
         "bytes",
         "baked p50",
+        "p99",
+        "prep p50",
         "p99",
         "dyn p50",
         "p99",
@@ -179,9 +219,17 @@ fn main() {
         "naive/bk"
     );
     let mut baked_dists: Vec<Dist> = Vec::new();
+    let mut prepared_dists: Vec<Dist> = Vec::new();
     for e in &events {
         let b = sample(per, || {
             black_box(baked.evaluate(black_box(&e.event), &mut scratch_b).action);
+        });
+        let p = sample(per, || {
+            black_box(prepare_and_evaluate(
+                &baked,
+                &mut scratch_b,
+                black_box(&e.parsed),
+            ));
         });
         let d = sample(per, || {
             black_box(dynamic.evaluate(black_box(&e.event), &mut scratch_d).action);
@@ -193,11 +241,13 @@ fn main() {
             black_box(end_to_end(&baked, &mut scratch_b, black_box(&e.body)));
         });
         println!(
-            "{:<15} {:>7} | {:>9} {:>9} | {:>9} {:>9} | {:>9} {:>9} | {:>9} {:>9} | {:>7.2}× {:>7.1}×",
+            "{:<15} {:>7} | {:>9} {:>9} | {:>9} {:>9} | {:>9} {:>9} | {:>9} {:>9} | {:>9} {:>9} | {:>7.2}× {:>7.1}×",
             e.name,
             e.text_bytes,
             fmt_ns(b.p50),
             fmt_ns(b.p99),
+            fmt_ns(p.p50),
+            fmt_ns(p.p99),
             fmt_ns(d.p50),
             fmt_ns(d.p99),
             fmt_ns(n.p50),
@@ -208,6 +258,7 @@ fn main() {
             n.p50 / b.p50,
         );
         baked_dists.push(b);
+        prepared_dists.push(p);
     }
     let find = |name: &str| {
         events
@@ -216,10 +267,13 @@ fn main() {
             .unwrap_or_else(|| panic!("no event `{name}`"))
     };
     let large = find("result_64k");
-    let large_mbs = events[large].text_bytes as f64 / (baked_dists[large].p50 / 1e9) / 1_000_000.0;
+    let mbs = |d: &Dist| events[large].text_bytes as f64 / (d.p50 / 1e9) / 1_000_000.0;
+    let large_mbs = mbs(&baked_dists[large]);
     println!(
-        "result_64k throughput (baked, at the median): {large_mbs:.0} MB/s; \
-         e2e = parse + prepare + evaluate + report + encode"
+        "result_64k throughput (baked, at the median): {large_mbs:.0} MB/s evaluating, \
+         {:.0} MB/s preparing and evaluating; prep = derive fields + views + evaluate, \
+         e2e = parse + prepare + evaluate + report + encode",
+        mbs(&prepared_dists[large])
     );
     println!();
     let m = baked_dists[find("message_1k")];
