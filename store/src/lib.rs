@@ -19,8 +19,8 @@ pub mod store;
 pub mod template;
 
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use request::{late_matches, EventRow, SqlHit, StoreRequest};
 pub use guard::{preconditions, Guard};
+pub use request::{late_matches, EventRow, SqlHit, StoreRequest};
 pub use routing::{Route, RuleMask, SqlRouting};
 pub use rule::{check_rule, compile_rule, query_plan, Param, SqlRuleCode};
 pub use service::StoreHandle;
