@@ -127,7 +127,13 @@ pub fn engine_for(rules: &RuleSet, baked_only: bool, path: &Path) -> Result<Engi
         config = %path.display(),
         "rules differ from the baked ones; compiling them at start-up (dynamic backend)"
     );
-    Ok(parallax_compiler::plan::compile(rules, &Limits::default()).into_engine()?)
+    let engine = parallax_compiler::plan::compile(rules, &Limits::default()).into_engine()?;
+    // Scanners are otherwise built on first use; rules compiled here (at
+    // start-up or on reload) are built whole now, so a part that cannot be
+    // built refuses the load — the running rules stay on reload — instead
+    // of failing closed later on the request that needs it.
+    engine.build_all()?;
+    Ok(engine)
 }
 
 /// Always the dynamic backend, whatever the fingerprint (for differential

@@ -71,7 +71,7 @@ pub fn run(config: Option<PathBuf>) -> ExitCode {
     } else {
         "differs from the baked rules: serve would compile them at start-up"
     };
-    println!(
+    let ok = format!(
         "ok: {} rules in {} evaluators compiled ({} DFA shards, {:.1} ms); fingerprint {} {}",
         rules.rule_count(),
         rules.evaluators.len(),
@@ -80,6 +80,13 @@ pub fn run(config: Option<PathBuf>) -> ExitCode {
         compiled.program.fingerprint,
         baked
     );
+    // The engine builds its literal automata and verifier regexes on first
+    // use; lint builds every one, so a part that cannot be built is an
+    // error here rather than atoms failing closed in a running server.
+    if let Err(e) = compiled.into_engine().and_then(|engine| engine.build_all()) {
+        return report_problems(&path, &[format!("the rules compile but cannot run: {e}")]);
+    }
+    println!("{ok}");
     ExitCode::SUCCESS
 }
 
