@@ -714,12 +714,15 @@ impl<'a> Parser<'a> {
         } else {
             0
         };
-        if !name.is_empty() && op_len == 0 && drop_len > 0 {
-            self.pos += drop_len;
+        if !name.is_empty() && (op_len > 0 || drop_len > 0) {
+            // A default's word is kept as the fallback; a dropped one is
+            // parsed only to find the closing `}`.
+            let keeps_word = op_len > 0;
+            self.pos += if keeps_word { op_len } else { drop_len };
             if !self.enter() {
                 return;
             }
-            let _ = self.word(true);
+            let word = self.word(true);
             self.depth -= 1;
             if self.peek() == Some(b'}') {
                 self.pos += 1;
@@ -727,24 +730,7 @@ impl<'a> Parser<'a> {
             w.part(Part::Var {
                 name,
                 quoted,
-                default: None,
-            });
-            return;
-        }
-        if !name.is_empty() && op_len > 0 {
-            self.pos += op_len;
-            if !self.enter() {
-                return;
-            }
-            let default = self.word(true);
-            self.depth -= 1;
-            if self.peek() == Some(b'}') {
-                self.pos += 1;
-            }
-            w.part(Part::Var {
-                name,
-                quoted,
-                default: Some(default),
+                default: keeps_word.then_some(word),
             });
             return;
         }
