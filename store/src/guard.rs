@@ -33,6 +33,7 @@
 
 use crate::condition::Expr;
 use crate::request::EventRow;
+use crate::rule::{Param, PARAMS};
 use crate::schema;
 use regex_automata::meta::Regex;
 use rusqlite::types::ValueRef;
@@ -512,29 +513,15 @@ fn proved(query: &str, rewritten: &str, condition: &str) -> bool {
 
 // ---------------------------------------------------------------- evaluating
 
-/// The event values a guard may read: what the store binds for them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Field {
-    SessionId,
-    UserId,
-    Channel,
-    ToolName,
-    Stage,
-    Command,
-    Path,
-    Url,
+/// The event value a guard reads for parameter `name`, bound as the store
+/// binds it: every store parameter but `:now` (the store's clock, not a
+/// value of the event the decision service holds).
+fn event_param(name: &str) -> Option<Param> {
+    PARAMS
+        .iter()
+        .find(|(n, p)| *n == name && *p != Param::Now)
+        .map(|(_, p)| *p)
 }
-
-const FIELDS: [(&str, Field); 8] = [
-    (":session_id", Field::SessionId),
-    (":user_id", Field::UserId),
-    (":channel", Field::Channel),
-    (":tool_name", Field::ToolName),
-    (":stage", Field::Stage),
-    (":command", Field::Command),
-    (":path", Field::Path),
-    (":url", Field::Url),
-];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Func {
@@ -547,7 +534,7 @@ enum Func {
 
 #[derive(Debug)]
 enum Node {
-    Field(Field),
+    Field(Param),
     Text(String),
     Int(i64),
     Null,
@@ -746,10 +733,8 @@ impl Parser {
     }
     fn primary(&mut self) -> Parsed {
         match self.bump() {
-            Some(Tk::Param(p)) => FIELDS
-                .iter()
-                .find(|f| f.0 == p)
-                .map(|f| Node::Field(f.1))
+            Some(Tk::Param(p)) => event_param(&p)
+                .map(Node::Field)
                 .ok_or_else(|| format!("parameter {p} is not a field of the event")),
             Some(Tk::Str(s)) => Ok(Node::Text(s)),
             Some(Tk::Num(n)) => n
@@ -884,20 +869,22 @@ impl Guard {
     }
 }
 
-fn field<'a>(f: Field, row: &'a EventRow) -> V<'a> {
+fn field<'a>(f: Param, row: &'a EventRow) -> V<'a> {
     let t = |v: &'a Option<String>| match v {
         Some(s) => V::Text(Cow::Borrowed(s.as_str())),
         None => V::Null,
     };
     match f {
-        Field::SessionId => t(&row.session_id),
-        Field::UserId => t(&row.user_id),
-        Field::Channel => t(&row.channel),
-        Field::ToolName => t(&row.tool_name),
-        Field::Stage => V::Text(Cow::Borrowed(row.stage.as_str())),
-        Field::Command => t(&row.command),
-        Field::Path => t(&row.path),
-        Field::Url => t(&row.url),
+        Param::SessionId => t(&row.session_id),
+        Param::UserId => t(&row.user_id),
+        Param::Channel => t(&row.channel),
+        Param::ToolName => t(&row.tool_name),
+        Param::Stage => V::Text(Cow::Borrowed(row.stage.as_str())),
+        Param::Command => t(&row.command),
+        Param::Path => t(&row.path),
+        Param::Url => t(&row.url),
+        // Never in a guard: `event_param` refuses `:now`.
+        Param::Now => V::Null,
     }
 }
 
@@ -1018,11 +1005,8 @@ pub fn sqlite_holds(conn: &Connection, guard: &str, row: &EventRow) -> Result<bo
         .map_err(|e| e.to_string())?;
     for i in 1..=stmt.parameter_count() {
         let name = stmt.parameter_name(i).unwrap_or("").to_string();
-        let f = FIELDS
-            .iter()
-            .find(|f| f.0 == name)
-            .ok_or_else(|| format!("parameter {name}"))?;
-        let v = match field(f.1, row) {
+        let f = event_param(&name).ok_or_else(|| format!("parameter {name}"))?;
+        let v = match field(f, row) {
             V::Text(t) => rusqlite::types::Value::Text(t.into_owned()),
             V::Int(n) => rusqlite::types::Value::Integer(n),
             V::Null => rusqlite::types::Value::Null,
