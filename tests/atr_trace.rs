@@ -7,11 +7,12 @@
 //! Parallax events (no span metadata on the call), as an agent would send
 //! them.
 
+mod support;
+
 use parallax::casework::atr_cases::{self, CaseKind};
 use serde_json::{json, Value};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/atr_trace");
 
@@ -63,22 +64,7 @@ fn eval(dir: &Path, events: &[Value]) -> Vec<Value> {
     for e in events {
         writeln!(f, "{e}").expect("write event");
     }
-    let out = Command::new(env!("CARGO_BIN_EXE_parallax"))
-        .args(["eval", "-c"])
-        .arg(&config)
-        .arg(&input)
-        .output()
-        .expect("run parallax eval");
-    assert!(
-        out.status.success(),
-        "parallax eval failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .expect("utf-8")
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("one JSON verdict per line"))
-        .collect()
+    support::eval_file(&config, &input)
 }
 
 fn rules(v: &Value) -> Vec<String> {

@@ -5,6 +5,8 @@
 //! timestamped events. Also: a restart with `state.path` keeps the window,
 //! baked and dynamic backends agree, a broken SQL rule fails `lint`.
 
+mod support;
+
 use parallax::decision::{DecisionService, Door, Origin};
 use parallax::http::serve;
 use parallax_store::ManualClock;
@@ -470,25 +472,6 @@ fn jsonl(dir: &Path, name: &str, steps: &[Step], start: f64) -> (PathBuf, f64) {
     (path, t)
 }
 
-fn eval(config: &Path, input: &Path) -> Vec<Value> {
-    let out = Command::new(env!("CARGO_BIN_EXE_parallax"))
-        .args(["eval", "-c"])
-        .arg(config)
-        .arg(input)
-        .output()
-        .expect("run parallax eval");
-    assert!(
-        out.status.success(),
-        "parallax eval failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .expect("utf-8")
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("one JSON verdict per line"))
-        .collect()
-}
-
 #[test]
 fn eval_replays_each_attack_and_the_benign_session() {
     let dir = temp_dir("eval");
@@ -507,7 +490,7 @@ fn eval_replays_each_attack_and_the_benign_session() {
         .map(|s| step(s.dt, s.event.clone(), s.expect.clone()))
         .collect();
     let (input, _) = jsonl(&dir, "all", &owned, T0);
-    let verdicts = eval(&config, &input);
+    let verdicts = support::eval_file(&config, &input);
     assert_eq!(verdicts.len(), owned.len());
     for (i, (st, v)) in owned.iter().zip(&verdicts).enumerate() {
         check(names[i], i, &st.expect, v);
@@ -531,7 +514,7 @@ fn eval_uses_event_timestamps_not_arrival() {
         })
         .collect();
     let (input, _) = jsonl(&dir, "slow", &steps, T0);
-    for (i, v) in eval(&config, &input).iter().enumerate() {
+    for (i, v) in support::eval_file(&config, &input).iter().enumerate() {
         check("slow-loop", i, &Expect::Quiet, v);
     }
     let _ = std::fs::remove_dir_all(&dir);
@@ -562,7 +545,7 @@ fn a_restart_with_state_path_keeps_the_window() {
         ),
     ];
     let (input, t) = jsonl(&dir, "first", &first, T0);
-    for (i, v) in eval(&config, &input).iter().enumerate() {
+    for (i, v) in support::eval_file(&config, &input).iter().enumerate() {
         check("restart-1", i, &first[i].expect, v);
     }
     assert!(state.is_file(), "the state file was created");
@@ -573,11 +556,11 @@ fn a_restart_with_state_path_keeps_the_window() {
         Expect::Fires("sql-blocked-retry-lockout"),
     )];
     let (input, _) = jsonl(&dir, "second", &second, t);
-    let v = eval(&config, &input);
+    let v = support::eval_file(&config, &input);
     check("restart-2", 0, &second[0].expect, &v[0]);
     // Without the state file the same second run starts from nothing.
     let fresh = config_with_state(&dir, None);
-    let v = eval(&fresh, &input);
+    let v = support::eval_file(&fresh, &input);
     check("no-state", 0, &Expect::Quiet, &v[0]);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -297,3 +297,25 @@ pub fn try_evaluate(addr: SocketAddr, body: &Value) -> Option<Value> {
     }
     serde_json::from_slice(&buf[end + 4..]).ok()
 }
+
+/// `parallax eval -c CONFIG INPUT` with the test build's binary: the
+/// verdict of each input line, in order; fails the test with eval's stderr
+/// when it exits non-zero.
+pub fn eval_file(config: &Path, input: &Path) -> Vec<Value> {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_parallax"))
+        .args(["eval", "-c"])
+        .arg(config)
+        .arg(input)
+        .output()
+        .expect("run parallax eval");
+    assert!(
+        out.status.success(),
+        "parallax eval failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .expect("utf-8")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON verdict per line"))
+        .collect()
+}
