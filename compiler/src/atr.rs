@@ -535,12 +535,7 @@ pub fn lower_rule(
         priority: priority(rule.severity.as_deref())?,
         stages,
         reason: None,
-        category: rule
-            .tags
-            .category
-            .as_deref()
-            .and_then(category)
-            .map(str::to_string),
+        category: rule_category(rule),
         false_positives: rule
             .detection
             .false_positives
@@ -591,12 +586,7 @@ fn lower_correlation(rule: &AtrRule, config: &AtrConfig, field: &str) -> Result<
         priority: priority(rule.severity.as_deref())?,
         stages: sql.stages,
         reason: None,
-        category: rule
-            .tags
-            .category
-            .as_deref()
-            .and_then(category)
-            .map(str::to_string),
+        category: rule_category(rule),
         false_positives: d
             .false_positives
             .iter()
@@ -618,6 +608,15 @@ fn lower_correlation(rule: &AtrRule, config: &AtrConfig, field: &str) -> Result<
 /// The Parallax category of an ATR category, so ATR matches are reported
 /// and catalogued like every other rule's. ATR's categories are finer;
 /// each maps to the Parallax category of the harm it leads to.
+/// Parallax's category for the rule's ATR `tags.category`, when it maps.
+fn rule_category(rule: &AtrRule) -> Option<String> {
+    rule.tags
+        .category
+        .as_deref()
+        .and_then(category)
+        .map(str::to_string)
+}
+
 fn category(atr: &str) -> Option<&'static str> {
     Some(match atr {
         "prompt-injection" | "agent-manipulation" | "data-poisoning" => "prompt_injection",
