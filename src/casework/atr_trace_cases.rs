@@ -12,13 +12,10 @@
 //! The case is "triggered" when the rule fires on any of the case's own
 //! events.
 
-use parallax_runtime::{Engine, Event, PreparedEvent, StateSettings};
-use parallax_store::{ManualClock, Store, StoreRequest};
+use parallax_runtime::{Engine, Event, PreparedEvent};
+use parallax_store::StoreRequest;
 use serde_json::{json, Map, Value};
-use std::sync::Arc;
 
-/// Where the replayed clock starts (fixed, so a case replays the same way).
-const START: f64 = 1_800_000_000.0;
 /// At most this many events per case: a summary claiming a billion calls
 /// must not hang a run.
 const MAX_EVENTS: u64 = 20_000;
@@ -119,13 +116,7 @@ fn steps(input: &Value) -> Result<Vec<Step>, String> {
 /// Replays `input` and says whether SQL rule `rule` (an index into the
 /// program's rules) fired on one of the case's own events.
 pub fn fires(engine: &Engine, rule: usize, input: &Value) -> Result<bool, String> {
-    let clock = Arc::new(ManualClock::new(START));
-    let settings = StateSettings {
-        path: None,
-        ..StateSettings::default()
-    };
-    let mut store = Store::open(engine.program(), &settings, clock.clone())
-        .map_err(|e| format!("side-store: {e}"))?;
+    let (mut store, clock) = super::session_cases::replay_store(engine)?;
     let mut scratch = engine.new_scratch();
     let mut fired = false;
     for (advance, event, own) in steps(input)? {

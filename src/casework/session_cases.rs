@@ -91,13 +91,7 @@ pub fn run(
             "the case replays {total} events (at most {MAX_EVENTS})"
         ));
     }
-    let clock = Arc::new(ManualClock::new(START));
-    let settings = StateSettings {
-        path: None,
-        ..StateSettings::default()
-    };
-    let mut store = Store::open(engine.program(), &settings, clock.clone())
-        .map_err(|e| format!("side-store: {e}"))?;
+    let (mut store, clock) = replay_store(engine)?;
     let mut scratch = engine.new_scratch();
     let mut fired_last = false;
     for step in &case.steps {
@@ -142,4 +136,17 @@ fn with_defaults(event: &Value, stage: Stage) -> Result<Event, String> {
     m.entry("session_id")
         .or_insert_with(|| json!("test-session"));
     Event::from_value(Value::Object(m)).map_err(|e| e.to_string())
+}
+
+/// An in-memory side-store for `engine`'s SQL rules on a manual clock at
+/// [`START`], which a case's replay advances step by step.
+pub(crate) fn replay_store(engine: &Engine) -> Result<(Store, Arc<ManualClock>), String> {
+    let clock = Arc::new(ManualClock::new(START));
+    let settings = StateSettings {
+        path: None,
+        ..StateSettings::default()
+    };
+    let store = Store::open(engine.program(), &settings, clock.clone())
+        .map_err(|e| format!("side-store: {e}"))?;
+    Ok((store, clock))
 }
