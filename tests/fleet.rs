@@ -320,7 +320,9 @@ fn a_rate_rule_fires_on_its_sessions_replica_and_the_other_replica_is_unaffected
     let (busy_n, calm_n) = (on(&busy_on) + 1, on(&calm_on) + 1);
     let audit = |n: usize| dir.join(format!("audit-{n}.jsonl"));
     let until = Instant::now() + Duration::from_secs(10);
-    while sessions_in(&audit(calm_n)).is_empty() && Instant::now() < until {
+    while (sessions_in(&audit(calm_n)).is_empty() || sessions_in(&audit(busy_n)).is_empty())
+        && Instant::now() < until
+    {
         std::thread::sleep(Duration::from_millis(50));
     }
     let (seen_busy, seen_calm) = (sessions_in(&audit(busy_n)), sessions_in(&audit(calm_n)));
