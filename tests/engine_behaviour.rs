@@ -2,34 +2,23 @@
 //! atom path and predicate form: what fires, what does not, chain order,
 //! overrides, redaction.
 
-use parallax::backend;
-use parallax_runtime::{Engine, Event, PreparedEvent, Report};
+mod support;
+
+use parallax_runtime::{Engine, Report};
 use serde_json::{json, Value};
-use std::path::Path;
 use std::sync::OnceLock;
-use std::time::Duration;
 
 fn engine() -> &'static Engine {
     static E: OnceLock<Engine> = OnceLock::new();
-    E.get_or_init(|| {
-        let p = Path::new(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/fixtures/paths/parallax.yaml"
-        ));
-        backend::dynamic_engine(p).expect("fixture compiles")
-    })
+    E.get_or_init(|| support::engine_report::dynamic_fixture("tests/fixtures/paths/parallax.yaml"))
 }
 
 fn eval(event: Value) -> Report {
-    let e = engine();
-    let prepared = PreparedEvent::new(Event::from_value(event).unwrap());
-    let mut scratch = e.new_scratch();
-    let v = e.evaluate(&prepared, &mut scratch);
-    Report::build(e, &prepared, &v, Duration::ZERO)
+    support::engine_report::report(engine(), event)
 }
 
 fn ids(r: &Report) -> Vec<&str> {
-    r.results.iter().map(|x| x.rule_id.as_str()).collect()
+    support::engine_report::rule_ids(r)
 }
 
 fn cmd(c: &str) -> Value {

@@ -15,43 +15,13 @@
 //! and held to the targets: evasions caught ≥ 0.90, benign work
 //! neither blocked nor rewritten ≥ 0.95.
 
+mod support;
+
 use parallax::backend::baked;
 use parallax_runtime::action::Action;
 use parallax_runtime::engine::Engine;
-use parallax_runtime::event::Event;
-use parallax_runtime::prepared::PreparedEvent;
-use parallax_runtime::report::Report;
-use serde::Deserialize;
-use serde_json::Value;
-use std::path::Path;
-use std::time::Duration;
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct CorpusFile {
-    expect: Expect,
-    cases: Vec<Case>,
-}
-
-#[derive(Deserialize, Clone, Copy, PartialEq, Eq, Debug)]
-#[serde(rename_all = "lowercase")]
-enum Expect {
-    Flagged,
-    Redacted,
-    Clean,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Case {
-    note: String,
-    /// A user message (`message.before`), or a whole event.
-    text: Option<String>,
-    event: Option<Value>,
-    /// For `redacted`: strings that must be gone from the redacted event.
-    #[serde(default)]
-    secrets: Vec<String>,
-}
+use support::corpus::{self, rate, Case, Expect};
+use support::engine_report::{report, rule_ids};
 
 struct Score {
     total: usize,
@@ -60,23 +30,9 @@ struct Score {
     misses: Vec<String>,
 }
 
-fn event_of(case: &Case) -> Value {
-    match (&case.text, &case.event) {
-        (Some(t), None) => serde_json::json!({"stage": "message.before", "message_text": t}),
-        (None, Some(e)) => e.clone(),
-        _ => panic!("case {:?}: give exactly one of text and event", case.note),
-    }
-}
-
 fn judge(engine: &Engine, expect: Expect, case: &Case) -> (bool, bool, String) {
-    let raw = event_of(case);
-    let event = Event::from_value(raw.clone())
-        .unwrap_or_else(|e| panic!("case {:?}: bad event: {e}", case.note));
-    let prepared = PreparedEvent::new(event);
-    let mut scratch = engine.new_scratch();
-    let verdict = engine.evaluate(&prepared, &mut scratch);
-    let report = Report::build(engine, &prepared, &verdict, Duration::ZERO);
-    let rules: Vec<&str> = report.results.iter().map(|r| r.rule_id.as_str()).collect();
+    let report = report(engine, case.event());
+    let rules = rule_ids(&report);
     let flagged = report.action != Action::Allow;
     let left: Vec<&String> = match &report.redacted_event {
         Some(red) => {
@@ -111,23 +67,14 @@ fn judge(engine: &Engine, expect: Expect, case: &Case) -> (bool, bool, String) {
 }
 
 fn score(engine: &Engine, want: &[Expect]) -> Score {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/evasion_corpus");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .expect("the corpus folder")
-        .map(|e| e.expect("a readable entry").path())
-        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
-        .collect();
-    files.sort();
     let mut s = Score {
         total: 0,
         good: 0,
         flagged: 0,
         misses: Vec::new(),
     };
-    for path in files {
-        let text = std::fs::read_to_string(&path).expect("a readable corpus file");
-        let file: CorpusFile =
-            serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    for path in corpus::files("evasion_corpus") {
+        let file = corpus::load(&path);
         if !want.contains(&file.expect) {
             continue;
         }
@@ -143,14 +90,6 @@ fn score(engine: &Engine, want: &[Expect]) -> Score {
         }
     }
     s
-}
-
-fn rate(n: usize, of: usize) -> f64 {
-    if of == 0 {
-        0.0
-    } else {
-        n as f64 / of as f64
-    }
 }
 
 #[test]

@@ -20,38 +20,13 @@
 //! `cargo test --test injection_corpus -- --nocapture` prints every rate
 //! and every miss.
 
+mod support;
+
 use parallax::backend::baked;
 use parallax_runtime::action::Action;
 use parallax_runtime::engine::Engine;
-use parallax_runtime::event::Event;
-use parallax_runtime::prepared::PreparedEvent;
-use parallax_runtime::report::Report;
-use serde::Deserialize;
-use serde_json::Value;
-use std::path::Path;
-use std::time::Duration;
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct CorpusFile {
-    expect: Expect,
-    cases: Vec<Case>,
-}
-
-#[derive(Deserialize, Clone, Copy, PartialEq, Eq, Debug)]
-#[serde(rename_all = "lowercase")]
-enum Expect {
-    Flagged,
-    Clean,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Case {
-    note: String,
-    text: Option<String>,
-    event: Option<Value>,
-}
+use support::corpus::{self, rate, Expect};
+use support::engine_report::{report_with, rule_ids};
 
 /// What the shipped rules made of a set.
 struct Rates {
@@ -65,16 +40,8 @@ struct Rates {
     lines: Vec<String>,
 }
 
-fn load(name: &str) -> CorpusFile {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/injection_corpus")
-        .join(name);
-    let text = std::fs::read_to_string(&path).expect("a readable corpus file");
-    serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
 fn rates(engine: &Engine, name: &str) -> (Expect, Rates) {
-    let file = load(name);
+    let file = corpus::load(&corpus::dir("injection_corpus").join(name));
     let mut r = Rates {
         total: 0,
         flagged: 0,
@@ -91,17 +58,8 @@ fn rates(engine: &Engine, name: &str) -> (Expect, Rates) {
     let index = engine.program().rule_index();
     let mut scratch = engine.new_scratch();
     for case in &file.cases {
-        let raw = match (&case.text, &case.event) {
-            (Some(t), None) => serde_json::json!({"stage": "message.before", "message_text": t}),
-            (None, Some(e)) => e.clone(),
-            _ => panic!("case {:?}: give exactly one of text and event", case.note),
-        };
-        let event = Event::from_value(raw)
-            .unwrap_or_else(|e| panic!("case {:?}: bad event: {e}", case.note));
-        let prepared = PreparedEvent::new(event);
-        let verdict = engine.evaluate(&prepared, &mut scratch);
-        let report = Report::build(engine, &prepared, &verdict, Duration::ZERO);
-        let ids: Vec<&str> = report.results.iter().map(|x| x.rule_id.as_str()).collect();
+        let report = report_with(engine, &mut scratch, case.event());
+        let ids = rule_ids(&report);
         let flagged = report.action != Action::Allow;
         let touched = matches!(report.action, Action::Block | Action::Redact);
         let injection = ids.iter().any(|id| {
@@ -117,6 +75,7 @@ fn rates(engine: &Engine, name: &str) -> (Expect, Rates) {
         let wrong = match file.expect {
             Expect::Flagged => !flagged,
             Expect::Clean => flagged,
+            Expect::Redacted => panic!("{name}: the injection sets do not use `redacted`"),
         };
         if wrong {
             r.lines.push(format!(
@@ -126,10 +85,6 @@ fn rates(engine: &Engine, name: &str) -> (Expect, Rates) {
         }
     }
     (file.expect, r)
-}
-
-fn rate(n: usize, of: usize) -> f64 {
-    n as f64 / of.max(1) as f64
 }
 
 #[test]

@@ -3,6 +3,8 @@
 #![allow(dead_code)]
 
 pub mod agents;
+pub mod corpus;
+pub mod engine_report;
 
 use parallax::decision::DecisionService;
 use parallax::metrics::Metrics;
