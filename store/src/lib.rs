@@ -23,7 +23,7 @@ pub use guard::{preconditions, Guard};
 pub use request::{late_matches, EventRow, SqlHit, StoreRequest};
 pub use routing::{Route, RuleMask, SqlRouting};
 pub use rule::{check_rule, compile_rule, query_plan, Param, SqlRuleCode};
-pub use service::StoreHandle;
+pub use service::{PendingHits, StoreHandle};
 pub use store::{Store, StoreError};
 
 use parallax_runtime::{Program, StateSettings};

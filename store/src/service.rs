@@ -111,11 +111,20 @@ impl StoreHandle {
     /// The same for synchronous callers (`parallax eval`). Must not be
     /// called from inside an async runtime.
     pub fn process_blocking(&self, req: StoreRequest) -> Result<Vec<SqlHit>, StoreError> {
+        self.submit_blocking(req)?.wait()
+    }
+
+    /// Queues the event to be recorded and judged and returns at once; the
+    /// hits are had from [`PendingHits::wait`]. A synchronous caller that
+    /// has more events to decide (`parallax eval`) evaluates the next while
+    /// the store works on this one, instead of waiting for each in turn.
+    /// Must not be called from inside an async runtime.
+    pub fn submit_blocking(&self, req: StoreRequest) -> Result<PendingHits, StoreError> {
         let (reply, rx) = oneshot::channel();
         self.sender()?
             .blocking_send(Job::Process(Box::new(req), Some(reply)))
             .map_err(|_| StoreError::Closed)?;
-        blocking_reply(rx)
+        Ok(PendingHits(rx))
     }
 
     /// Queues the event to be recorded without waiting for it (an event no
@@ -154,6 +163,24 @@ impl StoreHandle {
             .await
             .map_err(|_| StoreError::Closed)?;
         rx.await.map_err(|_| StoreError::Closed)?
+    }
+}
+
+/// The store's answer to one submitted event, still to come
+/// ([`StoreHandle::submit_blocking`]).
+pub struct PendingHits(oneshot::Receiver<Result<Vec<SqlHit>, StoreError>>);
+
+impl PendingHits {
+    /// Whether the hits are in, so [`PendingHits::wait`] returns at once
+    /// (false too when the store thread is gone: `wait` then says so).
+    pub fn is_ready(&self) -> bool {
+        !self.0.is_empty()
+    }
+
+    /// The hits, waiting for them if need be (polling briefly, then
+    /// parking, as [`StoreHandle::process_blocking`]).
+    pub fn wait(self) -> Result<Vec<SqlHit>, StoreError> {
+        blocking_reply(self.0)
     }
 }
 
