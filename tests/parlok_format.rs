@@ -7,11 +7,10 @@
 mod support;
 
 use parallax::backend;
-use parallax_runtime::{Engine, Event, PreparedEvent, Report};
+use parallax_runtime::{Engine, Report};
 use serde_json::{json, Value};
 use std::path::Path;
 use std::sync::OnceLock;
-use std::time::Duration;
 use support::*;
 
 const FIXTURE: &str = concat!(
@@ -27,11 +26,7 @@ fn engine() -> &'static Engine {
 }
 
 fn eval(event: Value) -> Report {
-    let e = engine();
-    let prepared = PreparedEvent::new(Event::from_value(event).expect("valid event"));
-    let mut scratch = e.new_scratch();
-    let v = e.evaluate(&prepared, &mut scratch);
-    Report::build(e, &prepared, &v, Duration::ZERO)
+    engine_report::report(engine(), event)
 }
 
 fn call(tool: &str, args: Value) -> Value {

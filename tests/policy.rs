@@ -2,12 +2,13 @@
 //! (`tests/fixtures/policy`: the shipped rules plus `outbound.yaml`), and the
 //! compile errors a broken policy file or transform gives.
 
+mod support;
+
 use parallax::backend;
-use parallax_runtime::{Engine, Event, PreparedEvent, Report};
+use parallax_runtime::{Engine, Report};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
-use std::time::Duration;
 
 const FIXTURE: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -20,10 +21,7 @@ fn engine() -> &'static Engine {
 }
 
 fn eval_on(e: &Engine, event: Value) -> Report {
-    let prepared = PreparedEvent::new(Event::from_value(event).expect("valid event"));
-    let mut scratch = e.new_scratch();
-    let v = e.evaluate(&prepared, &mut scratch);
-    Report::build(e, &prepared, &v, Duration::ZERO)
+    support::engine_report::report(e, event)
 }
 
 fn eval(event: Value) -> Report {

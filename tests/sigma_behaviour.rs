@@ -2,12 +2,13 @@
 //! wildcard escape, check and condition form of `tests/fixtures/sigma/`,
 //! each with events that must fire it and events that must not.
 
+mod support;
+
 use parallax::backend;
-use parallax_runtime::{Engine, Event, PreparedEvent, Report};
+use parallax_runtime::{Engine, Report};
 use serde_json::{json, Value};
 use std::path::Path;
 use std::sync::OnceLock;
-use std::time::Duration;
 
 pub fn fixture() -> &'static Path {
     Path::new(concat!(
@@ -22,11 +23,7 @@ fn engine() -> &'static Engine {
 }
 
 fn eval(event: &Value) -> Report {
-    let e = engine();
-    let prepared = PreparedEvent::new(Event::from_value(event.clone()).unwrap());
-    let mut scratch = e.new_scratch();
-    let v = e.evaluate(&prepared, &mut scratch);
-    Report::build(e, &prepared, &v, Duration::ZERO)
+    support::engine_report::report(engine(), event.clone())
 }
 
 fn fired(event: &Value) -> Vec<String> {

@@ -4,15 +4,13 @@
 //! generated predicates and the dynamic backend judge the same events and
 //! must agree verdict for verdict.
 
+mod support;
+
 use parallax::backend;
-use parallax_runtime::{
-    Backend, CheckOp, Engine, Event, Predicate, Predicates, PreparedEvent, Program, Report,
-    ShardDfa,
-};
+use parallax_runtime::{Backend, CheckOp, Engine, Predicate, Predicates, Program, ShardDfa};
 use regex_automata::dfa::dense;
 use serde_json::{json, Value};
 use std::path::Path;
-use std::time::Duration;
 
 #[allow(clippy::all, dead_code)]
 mod generated {
@@ -47,10 +45,8 @@ fn baked() -> Engine {
 }
 
 fn verdict(engine: &Engine, event: &Value) -> Value {
-    let prepared = PreparedEvent::new(Event::from_value(event.clone()).unwrap());
-    let mut scratch = engine.new_scratch();
-    let v = engine.evaluate(&prepared, &mut scratch);
-    let mut r = serde_json::to_value(Report::build(engine, &prepared, &v, Duration::ZERO)).unwrap();
+    let mut r =
+        serde_json::to_value(support::engine_report::report(engine, event.clone())).unwrap();
     r.as_object_mut().unwrap().remove("elapsed_ms");
     r
 }

@@ -7,10 +7,10 @@
 
 #![cfg(unix)]
 
+mod support;
+
 use parallax::backend;
-use parallax_runtime::{Event, PreparedEvent, Report};
 use serde_json::json;
-use std::time::Duration;
 
 #[path = "support/conformance.rs"]
 mod conformance;
@@ -36,10 +36,7 @@ fn linux_process_creation_rules_fire_on_agent_commands() {
     let eval = |command: &str| {
         let event = json!({"stage": "tool.before", "tool_name": "Bash",
                            "tool_args": {"command": command}});
-        let prepared = PreparedEvent::new(Event::from_value(event).unwrap());
-        let mut scratch = engine.new_scratch();
-        let v = engine.evaluate(&prepared, &mut scratch);
-        Report::build(&engine, &prepared, &v, Duration::ZERO)
+        support::engine_report::report(&engine, event)
     };
     for (command, title) in [
         (
