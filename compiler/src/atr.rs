@@ -279,8 +279,8 @@ pub enum Lowered {
 
 /// ATR patterns are written for JavaScript and Python engines, where an
 /// unescaped `[` inside a class is a literal bracket; in the Rust syntax it
-/// opens a nested class. Escaping it keeps the authors' meaning; nothing
-/// else is rewritten.
+/// opens a nested class. Escaping it keeps the authors' meaning (the only
+/// other rewrites are [`translate_surrogates`] and [`crate::any_char`]).
 pub fn normalise_dialect(pattern: &str) -> String {
     let mut out = String::with_capacity(pattern.len());
     let mut chars = pattern.chars().peekable();
@@ -408,6 +408,14 @@ fn low_class(
     }
 }
 
+/// An ATR regex in Rust syntax: surrogate pairs as code points, literal
+/// brackets in classes escaped, and `[\s\S]` spelt `(?s:.)` (the same
+/// class, without the case folding that made the corpus slow to compile:
+/// [`crate::any_char`]).
+fn rust_dialect(value: &str) -> String {
+    crate::any_char::respell(&normalise_dialect(&translate_surrogates(value)))
+}
+
 /// The regex an ATR condition stands for.
 fn condition_regex(c: &AtrCondition) -> Result<String, String> {
     let ci = !c.case_sensitive.unwrap_or(false);
@@ -418,9 +426,9 @@ fn condition_regex(c: &AtrCondition) -> Result<String, String> {
         // `case_sensitive: true` (the schema's default, and what the
         // corpus's own cases expect: `\bhow\s+were` must match "How were").
         "regex" if ci && !c.value.starts_with("(?i)") => {
-            format!("(?i){}", normalise_dialect(&translate_surrogates(&c.value)))
+            format!("(?i){}", rust_dialect(&c.value))
         }
-        "regex" => normalise_dialect(&translate_surrogates(&c.value)),
+        "regex" => rust_dialect(&c.value),
         "contains" => format!("{flag}{}", esc()),
         "exact" => format!("{flag}^{}$", esc()),
         "starts_with" => format!("{flag}^{}", esc()),

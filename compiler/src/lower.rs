@@ -432,6 +432,7 @@ fn lower_regex(r: &RegexRule, table: &mut AtomTable) -> Result<Predicate, String
             PatternSpec::Bare(p) => (p, false, None),
             PatternSpec::Full(o) => (o.pattern, o.negate, o.field),
         };
+        let pattern = crate::any_char::respell(&pattern);
         check_regex(&pattern)?;
         let targets = match field {
             Some(f) => vec![FieldRef::parse(&f).map_err(|e| e.to_string())?],

@@ -656,11 +656,11 @@ impl Lower<'_> {
                 .filter(|f| f.0)
                 .map(|f| f.1)
                 .collect();
-            let pattern = if flags.is_empty() {
+            let pattern = crate::any_char::respell(&if flags.is_empty() {
                 text.to_string()
             } else {
                 format!("(?{flags}){text}")
-            };
+            });
             check_regex(&pattern)?;
             return Ok(vec![Matcher::Regex(pattern)]);
         }
