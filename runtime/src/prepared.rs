@@ -90,10 +90,18 @@ pub struct PreparedEvent {
     /// nothing, and one read by several fields is viewed once.
     variants: Vec<ViewSlot>,
     executable: Vec<String>,
+    /// How many of `path` are the paths as sent (the normal forms follow):
+    /// what `read_path` is derived from.
+    sent_paths: usize,
     /// The shell analysis of the call's commands (`crate::shell`), for
-    /// events that have one.
-    shell: Option<Box<crate::shell::ShellFacts>>,
-    read_path: Vec<String>,
+    /// events that have one; done the first time a field reads it. Most
+    /// stages' rules never read a shell field (a tool result carries the
+    /// call's arguments too), and parsing is the dearest part of preparing
+    /// a command.
+    shell: OnceLock<Option<Box<crate::shell::ShellFacts>>>,
+    /// Files the call reads (paths as sent, `file:` URLs, the files its
+    /// commands name), on first read: it needs the shell analysis.
+    read_path: OnceLock<Vec<String>>,
     /// Which of the call's recipients were written to before (keys as
     /// `triggers::recipient_key` makes them), when the decision service
     /// looked them up; `None`: nobody looked (see
@@ -124,6 +132,7 @@ impl Clone for PreparedEvent {
             query: self.query.clone(),
             variants: Vec::new(),
             executable: self.executable.clone(),
+            sent_paths: self.sent_paths,
             shell: self.shell.clone(),
             read_path: self.read_path.clone(),
             known_recipients: self.known_recipients.clone(),
@@ -154,8 +163,9 @@ impl PreparedEvent {
             query: Vec::new(),
             variants: Vec::new(),
             executable: Vec::new(),
-            shell: None,
-            read_path: Vec::new(),
+            sent_paths: 0,
+            shell: OnceLock::new(),
+            read_path: OnceLock::new(),
             known_recipients: None,
             event,
         };
@@ -280,27 +290,46 @@ impl PreparedEvent {
             }
             _ => {}
         }
-        self.derive_shell(&tool);
+        self.sent_paths = self.path.len();
+        let extra = crate::shell::event_facts::normal_forms(&self.path);
+        self.path.extend(extra);
         for cmd in &self.command {
             push_executables(cmd, &mut self.executable);
         }
     }
 
-    /// Shell facts once per event, only when there is a command; then the
-    /// normalised paths (see `crate::shell::event_facts`).
-    fn derive_shell(&mut self, tool: &str) {
-        use crate::shell::event_facts;
-        if !self.command.is_empty() {
-            self.shell = event_facts::shell_facts(&self.event.tool_args, tool).map(Box::new);
-        }
-        self.read_path = event_facts::read_paths(
-            &self.path,
-            &self.url,
-            is_write_tool(tool),
-            self.shell.as_deref(),
-        );
-        let extra = event_facts::normal_forms(&self.path);
-        self.path.extend(extra);
+    /// The shell analysis, done on first call, only when there is a
+    /// command (see `crate::shell::event_facts`).
+    fn shell(&self) -> Option<&crate::shell::ShellFacts> {
+        self.shell
+            .get_or_init(|| {
+                if self.command.is_empty() {
+                    return None;
+                }
+                let tool = self.tool_lowercase();
+                crate::shell::event_facts::shell_facts(&self.event.tool_args, &tool).map(Box::new)
+            })
+            .as_deref()
+    }
+
+    /// The files the call reads, on first call.
+    fn read_path(&self) -> &[String] {
+        self.read_path.get_or_init(|| {
+            crate::shell::event_facts::read_paths(
+                &self.path[..self.sent_paths],
+                &self.url,
+                is_write_tool(&self.tool_lowercase()),
+                self.shell(),
+            )
+        })
+    }
+
+    fn tool_lowercase(&self) -> String {
+        self.event
+            .tool_name
+            .as_deref()
+            .unwrap_or_default()
+            .to_ascii_lowercase()
     }
 
     fn add_patch(&mut self, patch: &str) {
@@ -342,14 +371,14 @@ impl PreparedEvent {
                 Canonical::Content => self.content.iter().for_each(|s| f(s)),
                 Canonical::Query => self.query.iter().for_each(|s| f(s)),
                 Canonical::Executable => self.executable.iter().for_each(|s| f(s)),
-                Canonical::ReadPath => self.read_path.iter().for_each(|s| f(s)),
+                Canonical::ReadPath => self.read_path().iter().for_each(|s| f(s)),
                 Canonical::Shell
                 | Canonical::Argv
                 | Canonical::Program
                 | Canonical::Redirect
                 | Canonical::Code
                 | Canonical::Decoded => {
-                    if let Some(facts) = &self.shell {
+                    if let Some(facts) = self.shell() {
                         let list = match c {
                             Canonical::Shell => &facts.shell,
                             Canonical::Argv => &facts.argv,

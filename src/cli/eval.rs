@@ -10,9 +10,11 @@
 use super::fail;
 use crate::audit::DECISION_KIND;
 use crate::backend;
+use crate::decision::pipeline::InFlight;
 use crate::decision::{DecisionService, Door, Origin};
 use parallax_runtime::{Event, EventError, Report};
 use serde_json::Value;
+use std::collections::VecDeque;
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -41,6 +43,12 @@ pub fn run(config: Option<PathBuf>, file: Option<PathBuf>, baked_only: bool) -> 
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let mut bad = 0usize;
     let mut different = 0usize;
+    // Decisions in flight, oldest first: each event is evaluated and handed
+    // to the side-store while the store still judges the ones before it,
+    // and verdicts are printed in input order (see decision::pipeline for
+    // why that changes no verdict). One at a time where it could.
+    let depth = if service.may_overlap() { IN_FLIGHT } else { 1 };
+    let mut queue: VecDeque<Line> = VecDeque::with_capacity(depth);
     for (n, line) in input.lines().enumerate() {
         let line_no = n + 1;
         let line = match line {
@@ -58,25 +66,12 @@ pub fn run(config: Option<PathBuf>, file: Option<PathBuf>, baked_only: bool) -> 
             },
             Err(e) => Err(EventError::Json(e.to_string())),
         };
-        let written = match parsed {
-            Ok((event, recorded)) => {
-                let report = service.decide(event, &origin, started);
-                match recorded {
-                    None => serde_json::to_string(&report).map_err(|e| e.to_string()),
-                    Some(recorded) => {
-                        let replay = compare(&recorded, &report);
-                        if replay["status"] == "different" {
-                            different += 1;
-                        }
-                        serde_json::to_value(&report)
-                            .map(|mut v| {
-                                v["replay"] = replay;
-                                v.to_string()
-                            })
-                            .map_err(|e| e.to_string())
-                    }
-                }
-            }
+        queue.push_back(match parsed {
+            Ok((event, recorded)) => Line::Deciding {
+                decision: service.submit(event, &origin, started),
+                recorded,
+                line_no,
+            },
             Err(e) => {
                 bad += 1;
                 let code = if matches!(e, EventError::Json(_)) {
@@ -85,19 +80,29 @@ pub fn run(config: Option<PathBuf>, file: Option<PathBuf>, baked_only: bool) -> 
                     "invalid_event"
                 };
                 eprintln!("parallax: line {line_no}: {e}");
-                Ok(serde_json::json!({
-                    "error": {"code": code, "message": e.to_string(), "line": line_no}
-                })
-                .to_string())
+                Line::Done(
+                    serde_json::json!({
+                        "error": {"code": code, "message": e.to_string(), "line": line_no}
+                    })
+                    .to_string(),
+                )
             }
-        };
-        let text = match written {
-            Ok(t) => t,
-            Err(e) => return fail(format!("line {line_no}: {e}")),
-        };
-        if writeln!(out, "{text}").is_err() {
-            // The reader went away (e.g. `| head`): stop quietly.
-            return ExitCode::SUCCESS;
+        });
+        // Print what is finished; wait only when the queue is full.
+        while let Some(front) = queue.front() {
+            if queue.len() < depth && !front.is_ready() {
+                break;
+            }
+            if let Some(line) = queue.pop_front() {
+                if let Err(code) = emit(&service, &origin, line, &mut out, &mut different) {
+                    return code;
+                }
+            }
+        }
+    }
+    while let Some(line) = queue.pop_front() {
+        if let Err(code) = emit(&service, &origin, line, &mut out, &mut different) {
+            return code;
         }
     }
     if out.flush().is_err() {
@@ -112,6 +117,73 @@ pub fn run(config: Option<PathBuf>, file: Option<PathBuf>, baked_only: bool) -> 
         return ExitCode::FAILURE;
     }
     ExitCode::SUCCESS
+}
+
+/// Prints one line's output, finishing its decision first (waiting for
+/// the side-store if need be); counts replays that differ. `Err` is the
+/// exit status to stop with.
+fn emit(
+    service: &DecisionService,
+    origin: &Origin,
+    line: Line,
+    out: &mut dyn Write,
+    different: &mut usize,
+) -> Result<(), ExitCode> {
+    let text = match line {
+        Line::Done(text) => text,
+        Line::Deciding {
+            decision,
+            recorded,
+            line_no,
+        } => {
+            let report = service.complete(decision, origin);
+            let written = match recorded {
+                None => serde_json::to_string(&report).map_err(|e| e.to_string()),
+                Some(recorded) => {
+                    let replay = compare(&recorded, &report);
+                    if replay["status"] == "different" {
+                        *different += 1;
+                    }
+                    serde_json::to_value(&report)
+                        .map(|mut v| {
+                            v["replay"] = replay;
+                            v.to_string()
+                        })
+                        .map_err(|e| e.to_string())
+                }
+            };
+            written.map_err(|e| fail(format!("line {line_no}: {e}")))?
+        }
+    };
+    // The reader went away (e.g. `| head`): stop quietly.
+    writeln!(out, "{text}").map_err(|_| ExitCode::SUCCESS)
+}
+
+/// Decisions `parallax eval` keeps in flight at most: enough to cover the
+/// store's slower events, few enough that the events held (each prepared,
+/// with its text) stay a small bound on memory.
+const IN_FLIGHT: usize = 128;
+
+/// One input line on its way out.
+enum Line {
+    /// Its output is known (a line that is not an event).
+    Done(String),
+    /// An event being decided.
+    Deciding {
+        decision: InFlight,
+        /// The audit line it came from, when replaying a log.
+        recorded: Option<Value>,
+        line_no: usize,
+    },
+}
+
+impl Line {
+    fn is_ready(&self) -> bool {
+        match self {
+            Line::Done(_) => true,
+            Line::Deciding { decision, .. } => decision.is_ready(),
+        }
+    }
 }
 
 /// An audit line's event and the line itself; anything else back as is.

@@ -25,6 +25,7 @@
 pub mod deadline;
 pub mod feed;
 pub mod origin;
+pub mod pipeline;
 pub mod reload;
 pub mod rules_in_force;
 
@@ -76,8 +77,10 @@ pub struct DecisionService {
     /// Replay mode (`parallax eval`): each event's own `timestamp` is the
     /// store's clock.
     event_clock: bool,
-    /// Approvals in SQLite; `None` while no rule asks for approval.
-    approvals: Option<Approvals>,
+    /// Approvals in SQLite; `None` while no rule asks for approval. Shared
+    /// with the blocking pool, where a large event is prepared and looks
+    /// its recipients up ([`DecisionService::begin_bounded`]).
+    approvals: Option<Arc<Approvals>>,
     /// Send the side-store only the events its SQL rules can see, and wait
     /// only for the ones they judge (`parallax_store::routing`); off, every
     /// event makes the round trip (differential tests, benches).
@@ -148,7 +151,10 @@ impl DecisionService {
                 .iter()
                 .any(|r| r.action == Action::Approve);
         let approvals = if asks_approval {
-            Some(Approvals::open(&settings.approvals, metrics.clone())?)
+            Some(Arc::new(Approvals::open(
+                &settings.approvals,
+                metrics.clone(),
+            )?))
         } else {
             None
         };
@@ -195,7 +201,7 @@ impl DecisionService {
 
     /// Sets the metrics the audit log and webhook already report to.
     pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> DecisionService {
-        if let Some(a) = &mut self.approvals {
+        if let Some(a) = self.approvals.as_mut().and_then(Arc::get_mut) {
             a.set_metrics(metrics.clone());
         }
         metrics.add_source(self.feed.clone());
@@ -211,7 +217,7 @@ impl DecisionService {
 
     /// The approvals, when a rule asks for approval.
     pub fn approvals(&self) -> Option<&Approvals> {
-        self.approvals.as_ref()
+        self.approvals.as_deref()
     }
 
     /// Expires due approvals once a second, so an expiry is recorded (audit
@@ -261,22 +267,8 @@ impl DecisionService {
     /// `started` is when the caller had the event (its `elapsed_ms` counts
     /// from there).
     pub fn decide(&self, event: Event, origin: &Origin, started: Instant) -> Report {
-        let mut pending = self.begin(event, origin);
-        let hits = match (self.store.load_full(), pending.request.take()) {
-            (Some(store), Some(req)) if pending.route == Route::Judge => Some(
-                store
-                    .process_blocking(req)
-                    .map_err(|e| ("sql_store", e.to_string())),
-            ),
-            (Some(store), Some(req)) => {
-                if let Err(e) = store.record_blocking(req) {
-                    tracing::error!(error = %e, "cannot queue an event for the side-store");
-                }
-                None
-            }
-            _ => None,
-        };
-        self.finish(pending, hits, origin, started)
+        let decision = self.submit(event, origin, started);
+        self.complete(decision, origin)
     }
 
     /// [`DecisionService::decide`] for async front doors: the side-store
@@ -340,10 +332,7 @@ impl DecisionService {
             event.session_id.clone_from(&origin.session_id);
         }
         let current = self.current.load_full();
-        let mut prepared = PreparedEvent::new(event);
-        if current.recipient_memory {
-            self.look_up_recipients(&mut prepared);
-        }
+        let prepared = prepare(&current, event, self.approvals.as_deref());
         (current, prepared)
     }
 
@@ -356,9 +345,14 @@ impl DecisionService {
         origin: &Origin,
         started: Instant,
     ) -> Result<Pending, Report> {
-        let (current, prepared) = self.prepare(event, origin);
+        let mut event = event;
+        if event.session_id.is_none() {
+            event.session_id.clone_from(&origin.session_id);
+        }
+        let current = self.current.load_full();
         let engine = current.engine.clone();
-        let kept = prepared.event.clone();
+        let kept = event.clone();
+        let approvals = self.approvals.clone();
         let store = StoreUse {
             present: self.store.load().is_some(),
             event_clock: self.event_clock,
@@ -370,8 +364,13 @@ impl DecisionService {
         // evaluation frees its blocking thread too, not only the request.
         let stop = Instant::now() + left;
         let running = self.running.enter();
+        // Preparing is on the pool too, under the same deadline: deriving
+        // the fields of a big event (its commands parsed, its patches read,
+        // its recipients looked up) is work in proportion to its size, and
+        // on the async worker it would hold every request behind it.
         let task = tokio::task::spawn_blocking(move || {
             let _running = running;
+            let prepared = prepare(&current, event, approvals.as_deref());
             evaluate(current, prepared, store, Some(stop))
         });
         let report = match tokio::time::timeout(left, task).await {
@@ -473,31 +472,6 @@ impl DecisionService {
         }
         self.record(&current.engine, prepared.event, origin, &report, started);
         report
-    }
-
-    /// Tells the evaluation which of a tool call's recipients are known
-    /// (the `first_time_recipient` trigger); without an approvals database
-    /// (a replay) nobody looks and every recipient counts as new.
-    fn look_up_recipients(&self, prepared: &mut PreparedEvent) {
-        if prepared.event.stage != parallax_runtime::Stage::ToolBefore {
-            return;
-        }
-        let Some(approvals) = &self.approvals else {
-            return;
-        };
-        let pairs = known_recipients::of(prepared);
-        if pairs.is_empty() {
-            return;
-        }
-        let keys: Vec<String> = pairs.iter().map(|(_, k)| k.clone()).collect();
-        let known = approvals.known_recipients(&keys);
-        let names = pairs
-            .into_iter()
-            .zip(known)
-            .filter(|(_, known)| *known)
-            .map(|((name, _), _)| name)
-            .collect();
-        prepared.set_known_recipients(names);
     }
 
     /// A tool call that goes ahead now (allowed, detected, rewritten) makes
@@ -758,6 +732,43 @@ impl DecisionService {
             crate::audit::run_blocking(|| a.close());
         }
     }
+}
+
+/// The event prepared for the evaluators of `current`, with the call's
+/// known recipients when a rule asks (the approvals database holds them).
+/// A free function so that it can run on the blocking pool
+/// ([`DecisionService::begin_bounded`]).
+fn prepare(current: &RulesInForce, event: Event, approvals: Option<&Approvals>) -> PreparedEvent {
+    let mut prepared = PreparedEvent::new(event);
+    if current.recipient_memory {
+        look_up_recipients(approvals, &mut prepared);
+    }
+    prepared
+}
+
+/// Tells the evaluation which of a tool call's recipients are known
+/// (the `first_time_recipient` trigger); without an approvals database
+/// (a replay) nobody looks and every recipient counts as new.
+fn look_up_recipients(approvals: Option<&Approvals>, prepared: &mut PreparedEvent) {
+    if prepared.event.stage != parallax_runtime::Stage::ToolBefore {
+        return;
+    }
+    let Some(approvals) = approvals else {
+        return;
+    };
+    let pairs = known_recipients::of(prepared);
+    if pairs.is_empty() {
+        return;
+    }
+    let keys: Vec<String> = pairs.iter().map(|(_, k)| k.clone()).collect();
+    let known = approvals.known_recipients(&keys);
+    let names = pairs
+        .into_iter()
+        .zip(known)
+        .filter(|(_, known)| *known)
+        .map(|((name, _), _)| name)
+        .collect();
+    prepared.set_known_recipients(names);
 }
 
 /// How an evaluation uses the side-store.

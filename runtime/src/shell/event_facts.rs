@@ -98,8 +98,11 @@ pub fn read_paths(
 /// The normal forms of `paths` that differ from the value as sent, so a
 /// rule on `path` or `write_path` sees `/etc/shadow` in `//etc/./shadow`.
 pub fn normal_forms(paths: &[String]) -> Vec<String> {
+    // A set for the look-up: an event may send thousands of paths, and a
+    // scan of the list for each would make preparing it quadratic.
+    let sent: std::collections::HashSet<&str> = paths.iter().map(String::as_str).collect();
     paths
         .iter()
-        .filter_map(|p| normalize_path(p).filter(|n| n != p && !paths.contains(n)))
+        .filter_map(|p| normalize_path(p).filter(|n| n != p && !sent.contains(n.as_str())))
         .collect()
 }
