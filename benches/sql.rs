@@ -23,10 +23,21 @@
 //! cost at 1,000 events: what one event costs must not grow with what one
 //! session has sent.
 //!
+//! `mix`: the realistic mix (`benches/support/mix.rs`, what `loadgen
+//! --write-mix` prints and `parallax eval` is measured on) turned into the
+//! store requests the decision service sends (routing, guards and the
+//! compiled evaluators' verdicts as in `parallax eval`), then replayed into
+//! a fresh store on this thread with each step timed: the insert, the
+//! bounds and every rule's query, so the table says which statement costs
+//! what. `-- mix` runs it alone (also what callgrind is pointed at:
+//! `PARALLAX_SQL_MIX=3000` sets the number of events).
+//!
 //! Run: `cargo bench --bench sql` (`-- hot_session` for those alone).
 
 #[path = "support/budgets.rs"]
 mod budgets;
+#[path = "support/mix.rs"]
+mod mix;
 #[path = "support/timing.rs"]
 mod timing;
 
@@ -35,7 +46,7 @@ use criterion::{black_box, Criterion};
 use parallax::backend::baked;
 use parallax::decision::{DecisionService, Door, Origin};
 use parallax_runtime::{Action, Event, PreparedEvent, Program, Report, StateSettings};
-use parallax_store::{EventRow, ManualClock, Store, StoreHandle, StoreRequest};
+use parallax_store::{EventRow, ManualClock, Route, SqlRouting, Store, StoreHandle, StoreRequest};
 use serde_json::json;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -430,8 +441,99 @@ fn hot_session(c: &mut Criterion, program: &Program) -> f64 {
     unreachable!("the last case is at_cap")
 }
 
+/// The store requests `parallax eval` of `n` mix events sends, in order:
+/// what the decision service builds (its route, the guards' mask, the
+/// compiled evaluators' verdict, the event's own timestamp as the clock).
+fn mix_requests(n: usize) -> Vec<StoreRequest> {
+    let engine = baked::engine().expect("baked engine");
+    let program = engine.program();
+    let routing = SqlRouting::of(program);
+    let mut scratch = engine.new_scratch();
+    let mut out = Vec::new();
+    for v in mix::realistic_mix(n, 20, 1_800_000_000.0) {
+        let prepared = PreparedEvent::new(Event::from_value(v).expect("a mix event"));
+        let verdict = engine.evaluate(&prepared, &mut scratch);
+        let e = &prepared.event;
+        let mut route = routing.route(e.stage, e.session_id.is_some(), verdict.action);
+        if route == Route::Skip {
+            continue;
+        }
+        let mut req = StoreRequest::new(&prepared, &verdict, program, e.timestamp);
+        if route == Route::Judge {
+            req.rules = routing.rules_for(&req.row);
+            if req.rules.is_none() {
+                route = Route::Record;
+            }
+        }
+        req.run_rules &= route == Route::Judge;
+        out.push(req);
+    }
+    out
+}
+
+/// Replays the mix's store requests into a fresh store with every step
+/// timed, and prints where the time went.
+fn mix_profile(program: &Program) {
+    let n: usize = std::env::var("PARALLAX_SQL_MIX")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20_000);
+    let requests = mix_requests(n);
+    let judged = requests.iter().filter(|r| r.run_rules).count();
+    let mut best: Option<(f64, parallax_store::Profile, usize)> = None;
+    for _ in 0..3 {
+        let mut store = Store::open(
+            program,
+            &StateSettings::default(),
+            Arc::new(ManualClock::new(0.0)),
+        )
+        .expect("open");
+        store.set_profiling(true);
+        let started = Instant::now();
+        let mut hits = 0usize;
+        // Transactions of 256 events, as the store's thread commits them
+        // under steady traffic (group commit, `parallax_store::service`).
+        for batch in requests.chunks(256) {
+            store.begin_batch();
+            for r in batch {
+                hits += store.process(r).expect("process").len();
+            }
+            store.end_batch();
+        }
+        let wall = started.elapsed().as_secs_f64();
+        let profile = store.profile().expect("profiling").clone();
+        if best.as_ref().is_none_or(|(w, _, _)| wall < *w) {
+            best = Some((wall, profile, hits));
+        }
+    }
+    let Some((wall, p, hits)) = best else { return };
+    let per = |ns: u64| fmt_ns(ns as f64 / requests.len().max(1) as f64);
+    println!(
+        "\nmix of {n} events: {} sent to the store, {judged} judged, {hits} SQL hits; \
+         best of 3: {:.1} ms, {} per stored event ({:.0} stored events/s)",
+        requests.len(),
+        wall * 1e3,
+        fmt_ns(wall * 1e9 / requests.len().max(1) as f64),
+        requests.len() as f64 / wall
+    );
+    println!("  insert: {} per stored event", per(p.insert_ns));
+    println!("  bounds: {} per stored event", per(p.bounds_ns));
+    for (id, runs, ns) in &p.rules {
+        println!(
+            "  {id:<30} {runs:>6} runs, {:>10} per run, {:>10} per stored event",
+            fmt_ns(*ns as f64 / (*runs).max(1) as f64),
+            per(*ns)
+        );
+    }
+}
+
 fn main() {
     let budgets = Budgets::load();
+    if std::env::args().any(|a| a == "mix") {
+        let program = baked::engine().expect("baked engine").program().clone();
+        mix_profile(&program);
+        return;
+    }
     let mut c = Criterion::default().configure_from_args();
     // `-- hot_session` runs that group alone (its set-up is most of the
     // time, so skip the other's too).

@@ -19,11 +19,19 @@ pub const SCHEMA_VERSION: i64 = 2;
 /// `trace:`/`behavioral:` rule, see `docs/ATR.md`) reads span kinds and
 /// attributes from.
 ///
-/// `stage` rides in the session index so that a window walk filtered on
-/// the stage (a rate rule counting tool calls) reads the index alone and
-/// looks up only the rows it keeps: a hot session's other events cost an
-/// index entry each, not a table seek. (A state file of an earlier build
-/// has the narrower `events_session_ts`; it is replaced on open.)
+/// The session index carries, after `(session_id, ts)`, every short column
+/// a window walk reads: `stage` (a rate rule counting tool calls), then
+/// `tool_name`, `url`, `path` and `command` (per-tool paces, endpoint
+/// counts, secret reads, downloads). A walk that reads only those is
+/// answered from the index alone (SQLite's "covering index"): a hot
+/// session's rows cost an index entry each, never a seek into the table,
+/// which was most of the store's time on a realistic mix (docs/SQL.md "How
+/// it runs"). Only `tool_args`, `rule_ids` and `metadata` (up to 4 KB
+/// each) still need the row. The three text columns are clipped at
+/// [`crate::request::MAX_FIELD_BYTES`], so an entry stays small enough for
+/// an index page. (A state file of an earlier build has the narrower
+/// `events_session_ts` or `events_session_ts_stage`; they are replaced on
+/// open.)
 pub const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS events (
     id         INTEGER PRIMARY KEY,
@@ -44,7 +52,9 @@ CREATE TABLE IF NOT EXISTS events (
     metadata   TEXT
 );
 DROP INDEX IF EXISTS events_session_ts;
-CREATE INDEX IF NOT EXISTS events_session_ts_stage ON events(session_id, ts, stage);
+DROP INDEX IF EXISTS events_session_ts_stage;
+CREATE INDEX IF NOT EXISTS events_session_window
+    ON events(session_id, ts, stage, tool_name, url, path, command);
 CREATE INDEX IF NOT EXISTS events_ts ON events(ts);
 CREATE INDEX IF NOT EXISTS events_session_action_ts ON events(session_id, action, ts);
 ";

@@ -75,6 +75,23 @@ pub struct Store {
     program: u64,
     /// Rule queries run so far (a guard that skipped a rule ran none).
     queries: u64,
+    /// Where the store's time goes, when asked for ([`Store::set_profiling`]).
+    profile: Option<Profile>,
+}
+
+/// Time spent per step of [`Store::process`], summed over the events
+/// since profiling was turned on: what `cargo bench --bench sql -- mix`
+/// prints to show which statement costs what on a realistic mix.
+#[derive(Debug, Clone, Default)]
+pub struct Profile {
+    /// Events processed.
+    pub events: u64,
+    /// Inserting the event's row.
+    pub insert_ns: u64,
+    /// The bounds after the insert (session budget, row cap, retention).
+    pub bounds_ns: u64,
+    /// Per loaded rule (in `Program::sql` order): id, queries run, time.
+    pub rules: Vec<(String, u64, u64)>,
 }
 
 impl Store {
@@ -142,6 +159,7 @@ impl Store {
             since_retention: 0,
             program: 0,
             queries: 0,
+            profile: None,
         })
     }
 
@@ -200,6 +218,19 @@ impl Store {
         Ok(())
     }
 
+    /// Starts (or stops) timing each step of [`Store::process`] from zero.
+    pub fn set_profiling(&mut self, on: bool) {
+        self.profile = on.then(|| Profile {
+            rules: self.rules.iter().map(|r| (r.id.clone(), 0, 0)).collect(),
+            ..Profile::default()
+        });
+    }
+
+    /// What [`Store::set_profiling`] has timed so far.
+    pub fn profile(&self) -> Option<&Profile> {
+        self.profile.as_ref()
+    }
+
     /// How many rule queries this store has run: what the guards save is
     /// visible here (tests/sql_routing.rs).
     pub fn queries_run(&self) -> u64 {
@@ -238,7 +269,13 @@ impl Store {
     /// is updated with the final verdict and the rule ids.
     pub fn process(&mut self, req: &StoreRequest) -> Result<Vec<SqlHit>, StoreError> {
         let now = req.now.unwrap_or_else(|| self.clock.now());
+        let timing = self.profile.is_some();
+        let started = timing.then(std::time::Instant::now);
         let id = self.insert(&req.row, now, req.action, &req.rule_ids)?;
+        if let (Some(p), Some(t)) = (self.profile.as_mut(), started) {
+            p.events += 1;
+            p.insert_ns += t.elapsed().as_nanos() as u64;
+        }
         let mut hits = Vec::new();
         let mut action = req.action;
         let mut rule_ids = Vec::new();
@@ -250,7 +287,15 @@ impl Store {
                     continue;
                 }
                 self.queries += 1;
-                match run_rule(&self.conn, &rule.code, &req.row, now) {
+                let started = timing.then(std::time::Instant::now);
+                let outcome = run_rule(&self.conn, &rule.code, &req.row, now);
+                if let (Some(p), Some(t)) = (self.profile.as_mut(), started) {
+                    if let Some(r) = p.rules.get_mut(i) {
+                        r.1 += 1;
+                        r.2 += t.elapsed().as_nanos() as u64;
+                    }
+                }
+                match outcome {
                     Ok(Some(reason)) => {
                         hits.push(SqlHit {
                             rule: rule.rule,
@@ -276,7 +321,11 @@ impl Store {
                 .prepare_cached("UPDATE events SET action = ?1, rule_ids = ?2 WHERE id = ?3")?
                 .execute(rusqlite::params![action.as_str(), ids, id])?;
         }
+        let started = timing.then(std::time::Instant::now);
         self.after_insert(req.row.session_id.as_deref(), now)?;
+        if let (Some(p), Some(t)) = (self.profile.as_mut(), started) {
+            p.bounds_ns += t.elapsed().as_nanos() as u64;
+        }
         Ok(hits)
     }
 
