@@ -280,6 +280,9 @@ pub fn write_baked_at(
     let json = serde_json::to_vec_pretty(&c.program).map_err(io::Error::other)?;
     write(PROGRAM_FILE, &json)?;
     write(MODULE_FILE, generate_rust_at(c, prefix).as_bytes())?;
-    write(STATS_FILE, c.stats.to_string().as_bytes())?;
+    write(
+        STATS_FILE,
+        c.stats_with_literal_bytes().to_string().as_bytes(),
+    )?;
     Ok(written)
 }

@@ -26,7 +26,7 @@ pub fn run(config: Option<PathBuf>, emit: Emit) -> ExitCode {
             };
             match emit {
                 Emit::Rust => parallax_compiler::codegen::generate_rust(&compiled),
-                Emit::Stats => compiled.stats.to_string(),
+                Emit::Stats => compiled.stats_with_literal_bytes().to_string(),
                 Emit::Program => {
                     serde_json::to_string_pretty(&compiled.program).unwrap_or_default()
                 }
