@@ -32,6 +32,7 @@ pub mod tally;
 pub mod transform;
 pub mod triggers;
 pub mod validator;
+pub mod word_boundary;
 
 pub use action::{Action, Priority};
 pub use bitset::BitSet;

@@ -47,18 +47,34 @@ pub(crate) struct Verifier {
     /// See [`crate::program::VerifierPlan::relaxed`].
     relaxed: Option<String>,
     matcher: Lazy<Matcher>,
+    /// For text that is not all ASCII: the existence regex of the pattern
+    /// (of the relaxed pattern for a backtracking one) with its Unicode word
+    /// boundaries rewritten ([`crate::word_boundary`]). `None`: it has none (or
+    /// they cannot be rewritten), the matcher serves all text. On ASCII
+    /// text the matcher's own regex keeps its literal prefilter, which the
+    /// rewrite's leading context character takes away.
+    any_text: OnceLock<Option<meta::Regex>>,
     /// When set, the atom hits only if some match also passes it.
     pub validator: Option<Validator>,
 }
 
 struct Gate {
     set: meta::Regex,
+    /// Pattern i of `set` is verifier `members[i]`.
+    members: Vec<usize>,
+    /// Gate members left out of `set`: a Unicode word boundary
+    /// [`crate::word_boundary`] could not rewrite would make the whole set
+    /// fall back to the PikeVM on any non-ASCII text, so they run alone.
+    alone: Vec<usize>,
 }
 
-/// Per-evaluation memory of a field's gate (in [`crate::engine::Scratch`]).
+/// Per-evaluation memory of a field's gate (in [`crate::engine::Scratch`]):
+/// for ASCII text, and for other text when the field has a gate of its own
+/// for that (see [`FieldScanner::gate_any_text`]).
+#[derive(Default)]
 pub struct GateScratch {
-    cache: meta::Cache,
-    found: PatternSet,
+    ascii: Option<(meta::Cache, PatternSet)>,
+    any_text: Option<(meta::Cache, PatternSet)>,
 }
 
 /// How a verifier checks its atom.
@@ -105,9 +121,12 @@ pub(crate) struct FieldScanner {
     /// The linear verifiers without a prefilter, as one multi-pattern
     /// regex: one pass over a value says which of them match at all,
     /// instead of one pass each (benign text usually matches none).
-    /// Pattern i of the gate is verifier `gate_members[i]`; empty: no gate.
+    /// Empty: no gate (see [`Gate::members`] for which pattern is which).
     gate_members: Vec<usize>,
     gate: Lazy<Gate>,
+    /// The gate for text that is not all ASCII, when a member has a Unicode
+    /// word boundary (`None`: the gate above serves all text).
+    gate_any_text: OnceLock<Option<Gate>>,
     /// Index of this field's first verifier in the engine-wide numbering
     /// (candidate bits and regex caches in [`crate::engine::Scratch`]).
     pub verifier_base: usize,
@@ -162,6 +181,7 @@ impl Verifier {
                             message: e.to_string(),
                         })
                 } else {
+                    // A validator reads each match's text: the exact spans.
                     linear_regex(&self.pattern)
                         .map(Matcher::Linear)
                         .map_err(|e| ScanBuildError::Verifier {
@@ -169,6 +189,31 @@ impl Verifier {
                             atom: self.atom,
                             message: e.to_string(),
                         })
+                }
+            })
+            .as_ref()
+    }
+
+    /// The regex for text with non-ASCII characters, if it needs its own
+    /// (see [`Verifier::any_text`]); built on first use.
+    fn any_text(&self) -> Option<&meta::Regex> {
+        self.any_text
+            .get_or_init(|| {
+                // A validator reads each match: spans must be exact.
+                if self.validator.is_some() {
+                    return None;
+                }
+                let source = if self.backtrack {
+                    self.relaxed.as_deref()?
+                } else {
+                    self.pattern.as_str()
+                };
+                match crate::word_boundary::dfa_hir(source) {
+                    Ok(Some(hir)) => meta::Builder::new()
+                        .configure(meta::Config::new().nfa_size_limit(Some(NFA_SIZE_LIMIT)))
+                        .build_from_hir(&hir)
+                        .ok(),
+                    _ => None,
                 }
             })
             .as_ref()
@@ -220,6 +265,7 @@ impl FieldScanner {
                     pattern,
                     relaxed: v.relaxed.clone(),
                     matcher: OnceLock::new(),
+                    any_text: OnceLock::new(),
                     validator,
                 }
             })
@@ -246,6 +292,7 @@ impl FieldScanner {
             unfiltered,
             gate_members,
             gate: OnceLock::new(),
+            gate_any_text: OnceLock::new(),
             verifier_base,
         })
     }
@@ -265,9 +312,12 @@ impl FieldScanner {
         }
         if !self.gate_members.is_empty() {
             keep(self.gate().map(|_| ()));
+            // Best effort: without it the exact gate serves all text.
+            self.gate_any_text();
         }
         for v in &self.verifiers {
             keep(v.matcher(&self.field).map(|_| ()));
+            v.any_text();
         }
         first.map_or(Ok(()), Err)
     }
@@ -300,6 +350,7 @@ impl FieldScanner {
     }
 
     /// The gate, built on first use (only called when it has members).
+    /// Exact on all text, and in the lazy DFA on ASCII text.
     fn gate(&self) -> Result<&Gate, &ScanBuildError> {
         self.gate
             .get_or_init(|| {
@@ -308,19 +359,59 @@ impl FieldScanner {
                     .iter()
                     .map(|&i| self.verifiers[i].pattern.as_str())
                     .collect();
-                meta::Builder::new()
-                    .configure(
-                        meta::Config::new()
-                            .match_kind(RegexMatchKind::All)
-                            .nfa_size_limit(Some(NFA_SIZE_LIMIT)),
-                    )
+                gate_builder()
                     .build_many(&patterns)
-                    .map(|set| Gate { set })
+                    .map(|set| Gate {
+                        set,
+                        members: self.gate_members.clone(),
+                        alone: Vec::new(),
+                    })
                     .map_err(|e| ScanBuildError::Verifier {
                         field: self.field.clone(),
                         atom: self.verifiers[self.gate_members[0]].atom,
                         message: e.to_string(),
                     })
+            })
+            .as_ref()
+    }
+
+    /// The gate for text with non-ASCII characters, built on the first
+    /// such text: every member's Unicode word boundaries rewritten
+    /// ([`crate::word_boundary`]), so the lazy DFA runs it instead of the PikeVM
+    /// (which a single Unicode `\b` in the set forces on such text, at tens
+    /// of µs a byte). `None`: no member has one, [`FieldScanner::gate`]
+    /// serves all text; also when it cannot be built (then the exact gate
+    /// runs, slower but right).
+    fn gate_any_text(&self) -> Option<&Gate> {
+        self.gate_any_text
+            .get_or_init(|| {
+                let mut members = Vec::new();
+                let mut alone = Vec::new();
+                let mut hirs = Vec::new();
+                let mut rewritten = false;
+                for &i in &self.gate_members {
+                    match crate::word_boundary::dfa_hir(&self.verifiers[i].pattern) {
+                        Ok(Some(hir)) => {
+                            rewritten = true;
+                            members.push(i);
+                            hirs.push(hir);
+                        }
+                        Ok(None) => {
+                            members.push(i);
+                            hirs.push(regex_syntax::parse(&self.verifiers[i].pattern).ok()?);
+                        }
+                        Err(_) => alone.push(i),
+                    }
+                }
+                if !rewritten && alone.is_empty() {
+                    return None;
+                }
+                let set = gate_builder().build_many_from_hir(&hirs).ok()?;
+                Some(Gate {
+                    set,
+                    members,
+                    alone,
+                })
             })
             .as_ref()
     }
@@ -342,6 +433,9 @@ impl FieldScanner {
         let bytes = hay.as_bytes();
         // Verifiers of atoms no rule at this stage reads are skipped.
         let wanted = |v: &Verifier| relevant.is_none_or(|r| r.contains(v.atom as usize));
+        // Unicode word boundaries run in the lazy DFA only on ASCII text;
+        // other text takes the rewritten regexes.
+        let ascii = hay.is_ascii();
         for shard in &self.shards {
             match &shard.dfa {
                 ShardDfa::Static(d) => scan_dfa(d, &shard.atoms, bytes, hits),
@@ -381,31 +475,49 @@ impl FieldScanner {
                 if deadline.passed() {
                     return;
                 }
-                self.verify(slot - self.verifier_base, hay, hits, caches, deadline);
+                self.verify(
+                    slot - self.verifier_base,
+                    hay,
+                    ascii,
+                    hits,
+                    caches,
+                    deadline,
+                );
             }
         }
         if !self.gate_members.is_empty() {
-            match self.gate() {
+            let other = if ascii { None } else { self.gate_any_text() };
+            match other.map_or_else(|| self.gate(), Ok) {
                 Ok(gate) => {
-                    let g = gate_scratch.get_or_insert_with(|| GateScratch {
-                        cache: gate.set.create_cache(),
-                        found: PatternSet::new(gate.set.pattern_len()),
+                    let g = gate_scratch.get_or_insert_with(GateScratch::default);
+                    let slot = if other.is_some() {
+                        &mut g.any_text
+                    } else {
+                        &mut g.ascii
+                    };
+                    let (cache, found) = slot.get_or_insert_with(|| {
+                        (
+                            gate.set.create_cache(),
+                            PatternSet::new(gate.set.pattern_len()),
+                        )
                     });
-                    g.found.clear();
-                    gate.set.which_overlapping_matches_with(
-                        &mut g.cache,
-                        &Input::new(bytes),
-                        &mut g.found,
-                    );
-                    for p in g.found.iter() {
-                        let i = self.gate_members[p.as_usize()];
+                    found.clear();
+                    gate.set
+                        .which_overlapping_matches_with(cache, &Input::new(bytes), found);
+                    for p in found.iter() {
+                        let i = gate.members[p.as_usize()];
                         let v = &self.verifiers[i];
                         // The set proved a match; only a validator needs
                         // the matches.
                         if v.validator.is_none() {
                             hits.insert(v.atom as usize);
                         } else if wanted(v) {
-                            self.verify(i, hay, hits, caches, deadline);
+                            self.verify(i, hay, ascii, hits, caches, deadline);
+                        }
+                    }
+                    for &i in &gate.alone {
+                        if wanted(&self.verifiers[i]) && !deadline.passed() {
+                            self.verify(i, hay, ascii, hits, caches, deadline);
                         }
                     }
                 }
@@ -413,7 +525,7 @@ impl FieldScanner {
                 Err(_) => {
                     for &i in &self.gate_members {
                         if wanted(&self.verifiers[i]) && !deadline.passed() {
-                            self.verify(i, hay, hits, caches, deadline);
+                            self.verify(i, hay, ascii, hits, caches, deadline);
                         }
                     }
                 }
@@ -424,7 +536,7 @@ impl FieldScanner {
                 if deadline.passed() {
                     return;
                 }
-                self.verify(i, hay, hits, caches, deadline);
+                self.verify(i, hay, ascii, hits, caches, deadline);
             }
         }
     }
@@ -447,6 +559,7 @@ impl FieldScanner {
         &self,
         i: usize,
         hay: &str,
+        ascii: bool,
         hits: &mut BitSet,
         caches: &mut [Option<meta::Cache>],
         deadline: &Deadline,
@@ -461,8 +574,14 @@ impl FieldScanner {
             (Err(_), _) => true,
             (Ok(Matcher::Linear(re)), None) => {
                 let input = Input::new(hay.as_bytes()).earliest(true);
-                let cache = caches[slot].get_or_insert_with(|| re.create_cache());
-                re.search_with(cache, &input).is_some()
+                if let Some(any) = v.any_text().filter(|_| !ascii) {
+                    // Rare (non-ASCII text, a Unicode `\b`): the regex's
+                    // own cache pool rather than a scratch slot.
+                    any.search(&input).is_some()
+                } else {
+                    let cache = caches[slot].get_or_insert_with(|| re.create_cache());
+                    re.search_with(cache, &input).is_some()
+                }
             }
             (Ok(Matcher::Linear(re)), Some(check)) => {
                 let cache = caches[slot].get_or_insert_with(|| re.create_cache());
@@ -471,7 +590,14 @@ impl FieldScanner {
             // Err: the step budget ran out (see BACKTRACK_LIMIT): fail closed.
             // Cannot match where its superset does not: the backtracking
             // engine is spared benign text.
-            (Ok(Matcher::Backtrack { gate: Some(g), .. }), _) if !g.is_match(hay) => false,
+            (Ok(Matcher::Backtrack { gate: Some(g), .. }), _)
+                if !match v.any_text().filter(|_| !ascii) {
+                    Some(any) => any.is_match(hay),
+                    None => g.is_match(hay),
+                } =>
+            {
+                false
+            }
             (Ok(Matcher::Backtrack { re, .. }), None) => re.is_match(hay).unwrap_or(true),
             (Ok(Matcher::Backtrack { re, .. }), Some(check)) => {
                 re.find_iter(hay).any(|m| match m {
@@ -572,6 +698,17 @@ fn scan_dfa<A: Automaton>(dfa: &A, atoms: &[u32], hay: &[u8], hits: &mut BitSet)
 /// is too small for a few long case-insensitive Unicode rules of the ATR
 /// corpus; this only bounds memory, never match time.
 const NFA_SIZE_LIMIT: usize = 64 << 20;
+
+/// The builder of a gate: every member that matches anywhere.
+fn gate_builder() -> meta::Builder {
+    let mut b = meta::Builder::new();
+    b.configure(
+        meta::Config::new()
+            .match_kind(RegexMatchKind::All)
+            .nfa_size_limit(Some(NFA_SIZE_LIMIT)),
+    );
+    b
+}
 
 /// A linear-time regex for verification and span finding.
 pub fn linear_regex(pattern: &str) -> Result<meta::Regex, Box<meta::BuildError>> {
