@@ -68,7 +68,7 @@ pub fn run(config: Option<PathBuf>, file: Option<PathBuf>, baked_only: bool) -> 
         };
         queue.push_back(match parsed {
             Ok((event, recorded)) => Line::Deciding {
-                decision: service.submit(event, &origin, started),
+                decision: Box::new(service.submit(event, &origin, started)),
                 recorded,
                 line_no,
             },
@@ -136,7 +136,7 @@ fn emit(
             recorded,
             line_no,
         } => {
-            let report = service.complete(decision, origin);
+            let report = service.complete(*decision, origin);
             let written = match recorded {
                 None => serde_json::to_string(&report).map_err(|e| e.to_string()),
                 Some(recorded) => {
@@ -170,7 +170,7 @@ enum Line {
     Done(String),
     /// An event being decided.
     Deciding {
-        decision: InFlight,
+        decision: Box<InFlight>,
         /// The audit line it came from, when replaying a log.
         recorded: Option<Value>,
         line_no: usize,
