@@ -351,7 +351,7 @@ impl Rewriter {
                 o.difference(&self.word);
                 [(Kind::Word, w), (Kind::Other, o)]
                     .into_iter()
-                    .filter(|(_, c)| c.ranges().first().is_some())
+                    .filter(|(_, c)| !c.ranges().is_empty())
                     .map(|(k, c)| (k, Hir::class(Class::Unicode(c))))
                     .collect()
             }
@@ -366,7 +366,7 @@ impl Rewriter {
                 o.difference(&word);
                 [(Kind::Word, w), (Kind::Other, o)]
                     .into_iter()
-                    .filter(|(_, c)| c.ranges().first().is_some())
+                    .filter(|(_, c)| !c.ranges().is_empty())
                     .map(|(k, c)| (k, Hir::class(Class::Bytes(c))))
                     .collect()
             }
