@@ -9,6 +9,7 @@
 
 #[path = "../benches/support/mix.rs"]
 mod mix;
+mod support;
 
 use parallax::decision::{DecisionService, Door, Origin};
 use parallax_runtime::Event;
@@ -17,15 +18,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-const CONFIG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/parallax.yaml");
+use support::CONFIG;
 const T0: f64 = 1_800_000_000.0;
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("parallax-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
-}
 
 /// Sessions that make the SQL rules fire, each step right after the last:
 /// blocked retries then a call (the lockout reads the blocks' rows), a
@@ -102,21 +96,9 @@ fn write_jsonl(dir: &Path, events: &[Value]) -> PathBuf {
 
 /// The binary's output, one report per line, without `elapsed_ms`.
 fn eval_binary(config: &Path, input: &Path) -> Vec<Value> {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_parallax"))
-        .args(["eval", "-c"])
-        .arg(config)
-        .arg(input)
-        .output()
-        .expect("run parallax eval");
-    assert!(
-        out.status.success(),
-        "parallax eval failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .expect("utf-8")
-        .lines()
-        .map(|l| without_time(serde_json::from_str(l).expect("one JSON report per line")))
+    support::eval_file(config, input)
+        .into_iter()
+        .map(without_time)
         .collect()
 }
 
@@ -176,7 +158,7 @@ fn overlapped_eval_prints_what_one_at_a_time_decisions_give() {
         "the shipped SQL rules all read their own session, so eval overlaps"
     );
     let events = events();
-    let dir = temp_dir("eval-pipeline");
+    let dir = support::temp_dir("eval-pipeline");
     let input = write_jsonl(&dir, &events);
     let want = one_at_a_time(&reference, &events);
     let got = eval_binary(config, &input);
@@ -202,7 +184,7 @@ fn rules_over_every_session_keep_decisions_one_at_a_time() {
     // A rate over the whole window, whatever the session: the store's
     // turn-taking between sessions could change which call is the sixth,
     // so these decisions must not overlap.
-    let dir = temp_dir("eval-pipeline-global");
+    let dir = support::temp_dir("eval-pipeline-global");
     let config = dir.join("parallax.yaml");
     std::fs::write(
         &config,
