@@ -13,8 +13,12 @@ use serde_json::json;
 use std::path::Path;
 use std::time::Instant;
 
+#[path = "support/budgets.rs"]
+mod budgets;
 #[path = "../tests/support/conformance.rs"]
 mod conformance;
+#[path = "support/timing.rs"]
+mod timing;
 
 fn prepared(v: serde_json::Value) -> PreparedEvent {
     PreparedEvent::new(Event::from_value(v).expect("valid event"))
@@ -84,6 +88,19 @@ fn atr(c: &mut Criterion) {
         });
     }
     group.finish();
+
+    // The budget: single evaluations of the benign 1 KB message, for the
+    // median the budget is written in.
+    let (_, benign) = &events[0];
+    let d = timing::sample(std::time::Duration::from_secs(2), || {
+        black_box(engine.evaluate(black_box(benign), &mut scratch).action);
+    });
+    println!(
+        "\nATR corpus, benign 1 KB message: p50 {} p99 {}",
+        timing::fmt_ns(d.p50),
+        timing::fmt_ns(d.p99)
+    );
+    budgets::Budgets::load().check("atr-benign-1k-p50", d.p50 / 1000.0);
 }
 
 criterion_group!(benches, atr);

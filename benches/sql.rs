@@ -108,7 +108,9 @@ fn full_store(program: &Program, clock: &ManualClock) -> Store {
     store
 }
 
-fn sql(c: &mut Criterion) -> f64 {
+/// Runs the store benches; the p50 and p99 (µs) of a whole evaluation
+/// through SQL rules with the store at its cap.
+fn sql(c: &mut Criterion) -> (f64, f64) {
     let engine = baked::engine().expect("baked engine");
     let program = engine.program().clone();
     assert!(
@@ -250,7 +252,7 @@ fn sql(c: &mut Criterion) -> f64 {
         fmt_ns(d.p50),
         fmt_ns(d.p99)
     );
-    d.p99 / 1000.0
+    (d.p50 / 1000.0, d.p99 / 1000.0)
 }
 
 /// The hot session's events, in turn: a test loop (the same command over
@@ -538,15 +540,19 @@ fn main() {
     // `-- hot_session` runs that group alone (its set-up is most of the
     // time, so skip the other's too).
     let only_hot = std::env::args().any(|a| a == "hot_session");
-    let p99_us = (!only_hot).then(|| sql(&mut c));
+    let event_us = (!only_hot).then(|| sql(&mut c));
     let program = baked::engine().expect("baked engine").program().clone();
     let ratio = hot_session(&mut c, &program);
     c.final_summary();
-    match p99_us {
-        Some(p99) => {
+    match event_us {
+        Some((p50, p99)) => {
+            budgets.check("sql-event-p50", p50);
             budgets.check("sql-event-p99", p99);
         }
-        None => budgets.not_measured("sql-event-p99", "run without `hot_session`"),
+        None => {
+            budgets.not_measured("sql-event-p50", "run without `hot_session`");
+            budgets.not_measured("sql-event-p99", "run without `hot_session`");
+        }
     }
     budgets.check("sql-hot-session-cap-vs-1k", ratio);
 }
