@@ -25,14 +25,7 @@ const T0: f64 = 1_800_000_000.0;
 /// blocked retries then a call (the lockout reads the blocks' rows), a
 /// burst past the rate limit, a loop, a secret read then egress, a sweep.
 fn attacks() -> Vec<Value> {
-    let bash = |s: &str, c: &str| {
-        json!({"stage": "tool.before", "session_id": s, "tool_name": "Bash",
-               "tool_args": {"command": c}})
-    };
-    let read = |s: &str, p: &str| {
-        json!({"stage": "tool.before", "session_id": s, "tool_name": "Read",
-               "tool_args": {"file_path": p}})
-    };
+    use support::tool_calls::{bash, read};
     let mut v = Vec::new();
     for round in 0..3 {
         let s = |name: &str| format!("{name}-{round}");

@@ -9,6 +9,8 @@
 #[path = "../benches/support/mix.rs"]
 mod mix;
 
+mod support;
+
 use parallax::decision::{DecisionService, Door, Origin};
 use parallax_runtime::{Event, Report};
 use serde_json::{json, Value};
@@ -151,14 +153,7 @@ fn blocked_retries_queued_without_waiting_still_lock_the_session() {
 /// interleaved into the mix.
 fn attacks() -> Vec<Value> {
     let mut v = Vec::new();
-    let bash = |s: &str, c: &str| {
-        json!({"stage": "tool.before", "session_id": s, "tool_name": "Bash",
-               "tool_args": {"command": c}})
-    };
-    let read = |s: &str, p: &str| {
-        json!({"stage": "tool.before", "session_id": s, "tool_name": "Read",
-               "tool_args": {"file_path": p}})
-    };
+    use support::tool_calls::{bash, read};
     for i in 0..105 {
         v.push(bash("a-rate", &format!("cat /srv/part-{i}.csv")));
     }
