@@ -115,17 +115,7 @@ fn eval_binary(events: &[Value]) -> Vec<Value> {
             writeln!(stdin, "{e}").expect("write an event");
         }
     }
-    let out = child.wait_with_output().expect("parallax eval finishes");
-    assert!(
-        out.status.success(),
-        "parallax eval failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .expect("UTF-8")
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("a JSON verdict per line"))
-        .collect()
+    eval_verdicts(child.wait_with_output().expect("parallax eval finishes"))
 }
 
 #[test]

@@ -311,6 +311,12 @@ pub fn eval_file(config: &Path, input: &Path) -> Vec<Value> {
         .arg(input)
         .output()
         .expect("run parallax eval");
+    eval_verdicts(out)
+}
+
+/// The verdicts a finished `parallax eval` printed, one per line; fails
+/// the test with eval's stderr when it exited non-zero.
+pub fn eval_verdicts(out: std::process::Output) -> Vec<Value> {
     assert!(
         out.status.success(),
         "parallax eval failed: {}",
