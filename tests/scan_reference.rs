@@ -5,7 +5,11 @@
 //!
 //! The haystacks are stitched from fragments around the bytes that leave
 //! accelerated DFA states (`-`, spaces, `/`, key headers), so skips that
-//! land on, just before or just after a match are all exercised.
+//! land on, just before or just after a match are all exercised. Some
+//! fragments are not ASCII (word and non-word characters next to the
+//! literals), so the scan's path for such text — the gate and verifiers
+//! whose Unicode word boundaries are rewritten into character classes — is
+//! checked against the unrewritten regex too.
 
 use parallax::backend::{self, baked};
 use parallax_runtime::{Engine, Event, PreparedEvent, Stage};
@@ -51,6 +55,18 @@ const FRAGMENTS: &[&str] = &[
     "Developer Mode",
     "DROP TABLE",
     "überschreiben",
+    // Non-ASCII text takes the gate and verifiers whose Unicode word
+    // boundaries are rewritten (runtime/src/word_boundary.rs): word and
+    // non-word characters outside ASCII right against the literals.
+    "é",
+    "적어",
+    "中",
+    "\u{3000}",
+    "。",
+    "ignoreé",
+    "éignore",
+    "password中",
+    "ü ",
     "you are now",
     " ",
     "\n",
