@@ -17,6 +17,7 @@ pub mod schema;
 pub mod service;
 pub mod store;
 pub mod template;
+pub mod window;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use guard::{preconditions, Guard};

@@ -6,6 +6,7 @@ use crate::clock::Clock;
 use crate::request::{EventRow, SqlHit, StoreRequest};
 use crate::rule::{compile_rule, Param, SqlRuleCode};
 use crate::schema;
+use crate::window::{RateCount, ToolCallWindow};
 use parallax_runtime::{Action, Program, StageSet, StateSettings};
 use rusqlite::types::ValueRef;
 use rusqlite::Connection;
@@ -52,6 +53,9 @@ struct LoadedRule {
     action: Action,
     stages: StageSet,
     code: SqlRuleCode,
+    /// Answered from [`Store::tool_calls`] instead of SQLite (see
+    /// [`crate::window`]).
+    native: Option<RateCount>,
 }
 
 pub struct Store {
@@ -70,6 +74,11 @@ pub struct Store {
     /// Events without a session are not counted: no session rule can see
     /// them, and the global cap bounds them.
     per_session: HashMap<String, u64>,
+    /// The `ts` of each session's `tool.before` rows, kept in step like
+    /// `per_session`, for the rate queries [`crate::window`] answers.
+    tool_calls: ToolCallWindow,
+    /// When false every rule runs in SQLite ([`Store::set_native_counts`]).
+    native_counts: bool,
     since_retention: u32,
     /// [`crate::routing::fingerprint`] of the loaded rules.
     program: u64,
@@ -134,6 +143,7 @@ impl Store {
         schema::init(&conn).map_err(StoreError::Schema)?;
         // A state file brings its window: count what each session holds.
         let mut per_session = HashMap::new();
+        let tool_calls = tool_calls_of(&conn)?;
         let rows: i64 = conn.query_row("SELECT count(*) FROM events", [], |r| r.get(0))?;
         let rows = rows.max(0) as u64;
         {
@@ -156,6 +166,8 @@ impl Store {
             rows,
             session_rows: DEFAULT_SESSION_ROWS,
             per_session,
+            tool_calls,
+            native_counts: true,
             since_retention: 0,
             program: 0,
             queries: 0,
@@ -168,6 +180,24 @@ impl Store {
     /// trimmed on its next insert.
     pub fn set_session_rows(&mut self, rows: u64) {
         self.session_rows = rows.max(1);
+    }
+
+    /// Whether the rate queries [`crate::window`] recognises are answered
+    /// natively (the default) or by SQLite: the differential test runs both.
+    pub fn set_native_counts(&mut self, on: bool) {
+        self.native_counts = on;
+    }
+
+    /// Rebuilds the tool-call window from the table.
+    fn reload_tool_calls(&mut self) -> Result<(), StoreError> {
+        self.tool_calls = tool_calls_of(&self.conn)?;
+        Ok(())
+    }
+
+    /// What [`crate::window`] answers for a recognised rate query (the
+    /// differential test compares it with SQLite's answer).
+    pub fn tool_call_count(&self, rate: RateCount, session: Option<&str>, now: f64) -> i64 {
+        self.tool_calls.count(rate, session, now)
     }
 
     /// Rows `session` holds now.
@@ -207,6 +237,7 @@ impl Store {
                     meta.action
                 },
                 stages: meta.stages,
+                native: RateCount::recognise(&spec.query).filter(|_| code.columns.len() == 1),
                 code,
             });
         }
@@ -258,6 +289,11 @@ impl Store {
             if let Err(e) = self.conn.execute_batch("COMMIT") {
                 tracing::error!(error = %e, "side-store: cannot commit a batch");
                 let _ = self.conn.execute_batch("ROLLBACK");
+                // The batch's rows are gone: the tool-call window follows
+                // the table, not what was inserted.
+                if let Err(e) = self.reload_tool_calls() {
+                    tracing::error!(error = %e, "side-store: cannot recount tool calls");
+                }
             }
         }
     }
@@ -288,7 +324,15 @@ impl Store {
                 }
                 self.queries += 1;
                 let started = timing.then(std::time::Instant::now);
-                let outcome = run_rule(&self.conn, &rule.code, &req.row, now);
+                let outcome = match rule.native.filter(|_| self.native_counts) {
+                    Some(rate) => {
+                        let n = self
+                            .tool_calls
+                            .count(rate, req.row.session_id.as_deref(), now);
+                        Ok(judge(&rule.code, &[ValueRef::Integer(n)]))
+                    }
+                    None => run_rule(&self.conn, &rule.code, &req.row, now),
+                };
                 if let (Some(p), Some(t)) = (self.profile.as_mut(), started) {
                     if let Some(r) = p.rules.get_mut(i) {
                         r.1 += 1;
@@ -361,6 +405,9 @@ impl Store {
             ids,
             row.metadata,
         ])?;
+        if let (Some(s), parallax_runtime::Stage::ToolBefore) = (&row.session_id, row.stage) {
+            self.tool_calls.insert(s, now);
+        }
         Ok(self.conn.last_insert_rowid())
     }
 
@@ -406,7 +453,7 @@ impl Store {
                 let over = i64::try_from(held - self.session_rows).unwrap_or(i64::MAX);
                 self.delete_counted(
                     "DELETE FROM events WHERE id IN (SELECT id FROM events \
-                     WHERE session_id = ?1 ORDER BY ts, id LIMIT ?2) RETURNING session_id",
+                     WHERE session_id = ?1 ORDER BY ts, id LIMIT ?2) RETURNING session_id, ts, stage",
                     &[Value::Text(s.to_string()), Value::Integer(over)],
                 )?;
             }
@@ -415,7 +462,7 @@ impl Store {
             let over = i64::try_from(self.rows - self.max_rows).unwrap_or(i64::MAX);
             self.delete_counted(
                 "DELETE FROM events WHERE id IN (SELECT id FROM events ORDER BY id LIMIT ?1) \
-                 RETURNING session_id",
+                 RETURNING session_id, ts, stage",
                 &[Value::Integer(over)],
             )?;
         }
@@ -427,8 +474,8 @@ impl Store {
         Ok(())
     }
 
-    /// Runs a `DELETE … RETURNING session_id` and keeps the row counts in
-    /// step; returns how many rows went.
+    /// Runs a `DELETE … RETURNING session_id, ts, stage` and keeps the row
+    /// counts and the tool-call window in step; returns how many rows went.
     fn delete_counted(
         &mut self,
         sql: &str,
@@ -442,6 +489,9 @@ impl Store {
             while let Some(r) = rows.next()? {
                 deleted += 1;
                 if let Some(s) = r.get::<_, Option<String>>(0)? {
+                    if r.get_ref(2)?.as_str() == Ok("tool.before") {
+                        self.tool_calls.remove(&s, r.get(1)?);
+                    }
                     gone.push(s);
                 }
             }
@@ -461,7 +511,7 @@ impl Store {
     /// Deletes events older than the retention; returns how many.
     pub fn prune_expired(&mut self, now: f64) -> Result<usize, StoreError> {
         self.delete_counted(
-            "DELETE FROM events WHERE ts < ?1 RETURNING session_id",
+            "DELETE FROM events WHERE ts < ?1 RETURNING session_id, ts, stage",
             &[rusqlite::types::Value::Real(now - self.retention)],
         )
     }
@@ -526,8 +576,27 @@ fn run_rule(
     for i in 0..code.columns.len() {
         values.push(first.get_ref(i)?);
     }
-    if !code.condition.eval(&values) {
-        return Ok(None);
+    Ok(judge(code, &values))
+}
+
+/// The `tool.before` rows' timestamps per session, as the table holds them.
+fn tool_calls_of(conn: &Connection) -> Result<ToolCallWindow, StoreError> {
+    let mut window = ToolCallWindow::default();
+    let mut stmt = conn.prepare(
+        "SELECT session_id, ts FROM events WHERE session_id IS NOT NULL \
+         AND stage = 'tool.before'",
+    )?;
+    let mut rows = stmt.query([])?;
+    while let Some(r) = rows.next()? {
+        window.insert(&r.get::<_, String>(0)?, r.get(1)?);
     }
-    Ok(Some(code.reason.as_ref().map(|t| t.render(&values))))
+    Ok(window)
+}
+
+/// The rule's condition on its first row; `Some(reason)` when it holds.
+fn judge(code: &SqlRuleCode, values: &[ValueRef<'_>]) -> Option<Option<String>> {
+    if !code.condition.eval(values) {
+        return None;
+    }
+    Some(code.reason.as_ref().map(|t| t.render(values)))
 }
