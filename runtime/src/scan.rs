@@ -14,7 +14,11 @@ use crate::program::{FieldPlan, LiteralTarget};
 use crate::validator::Validator;
 use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 use regex_automata::dfa::{dense, Automaton};
+use regex_automata::hybrid::dfa as lazy;
+use regex_automata::nfa::thompson::{self, WhichCaptures};
+use regex_automata::util::pool::Pool;
 use regex_automata::{meta, Input, MatchKind as RegexMatchKind, PatternSet};
+use regex_syntax::hir::Hir;
 use std::sync::OnceLock;
 
 /// A DFA shard: borrowed from the binary (baked) or built at start-up.
@@ -53,9 +57,62 @@ pub(crate) struct Verifier {
     /// they cannot be rewritten), the matcher serves all text. On ASCII
     /// text the matcher's own regex keeps its literal prefilter, which the
     /// rewrite's leading context character takes away.
-    any_text: OnceLock<Option<meta::Regex>>,
+    any_text: OnceLock<Option<AnyText>>,
     /// When set, the atom hits only if some match also passes it.
     pub validator: Option<Validator>,
+}
+
+/// An existence check for non-ASCII text ([`crate::word_boundary`]'s
+/// rewrite of a pattern, or of a gate's members): a forward lazy DFA alone.
+/// Nothing here needs spans, so the meta engine's reverse NFA, prefilter,
+/// one-pass DFA and capture states (which it builds for every regex) would
+/// only cost build time and memory. Without Unicode word assertions (the
+/// rewrite removed them) and without a give-up threshold, this DFA never
+/// quits: a search that fills its cache clears it and goes on (linear, if
+/// slower); an error all the same falls back to the exact regex.
+struct AnyText {
+    dfa: lazy::DFA,
+    /// Caches for verifiers (gates keep theirs in [`GateScratch`]).
+    pool: Pool<lazy::Cache, CacheFn>,
+}
+
+type CacheFn =
+    Box<dyn Fn() -> lazy::Cache + Send + Sync + std::panic::RefUnwindSafe + std::panic::UnwindSafe>;
+
+impl AnyText {
+    fn build(hirs: &[Hir], kind: RegexMatchKind, cache_capacity: usize) -> Option<AnyText> {
+        let nfa = thompson::Compiler::new()
+            .configure(
+                thompson::Config::new()
+                    .nfa_size_limit(Some(NFA_SIZE_LIMIT))
+                    .which_captures(WhichCaptures::None),
+            )
+            .build_many_from_hir(hirs)
+            .ok()?;
+        let dfa = lazy::Builder::new()
+            .configure(
+                lazy::Config::new()
+                    .match_kind(kind)
+                    .cache_capacity(cache_capacity),
+            )
+            .build_from_nfa(nfa)
+            .ok()?;
+        let for_pool = dfa.clone();
+        Some(AnyText {
+            dfa,
+            pool: Pool::new(Box::new(move || for_pool.create_cache())),
+        })
+    }
+
+    /// Whether the pattern matches in `hay`; `None`: the DFA could not say.
+    fn is_match(&self, hay: &str) -> Option<bool> {
+        let mut cache = self.pool.get();
+        let input = Input::new(hay.as_bytes()).earliest(true);
+        self.dfa
+            .try_search_fwd(&mut cache, &input)
+            .ok()
+            .map(|m| m.is_some())
+    }
 }
 
 struct Gate {
@@ -74,7 +131,16 @@ struct Gate {
 #[derive(Default)]
 pub struct GateScratch {
     ascii: Option<(meta::Cache, PatternSet)>,
-    any_text: Option<(meta::Cache, PatternSet)>,
+    any_text: Option<(lazy::Cache, PatternSet)>,
+}
+
+/// The gate for non-ASCII text (see [`FieldScanner::gate_any_text`]).
+struct AnyTextGate {
+    set: AnyText,
+    /// Pattern i of `set` is verifier `members[i]`.
+    members: Vec<usize>,
+    /// As [`Gate::alone`].
+    alone: Vec<usize>,
 }
 
 /// How a verifier checks its atom.
@@ -126,7 +192,7 @@ pub(crate) struct FieldScanner {
     gate: Lazy<Gate>,
     /// The gate for text that is not all ASCII, when a member has a Unicode
     /// word boundary (`None`: the gate above serves all text).
-    gate_any_text: OnceLock<Option<Gate>>,
+    gate_any_text: OnceLock<Option<AnyTextGate>>,
     /// Index of this field's first verifier in the engine-wide numbering
     /// (candidate bits and regex caches in [`crate::engine::Scratch`]).
     pub verifier_base: usize,
@@ -196,7 +262,7 @@ impl Verifier {
 
     /// The regex for text with non-ASCII characters, if it needs its own
     /// (see [`Verifier::any_text`]); built on first use.
-    fn any_text(&self) -> Option<&meta::Regex> {
+    fn any_text(&self) -> Option<&AnyText> {
         self.any_text
             .get_or_init(|| {
                 // A validator reads each match: spans must be exact.
@@ -209,10 +275,11 @@ impl Verifier {
                     self.pattern.as_str()
                 };
                 match crate::word_boundary::dfa_hir(source) {
-                    Ok(Some(hir)) => meta::Builder::new()
-                        .configure(meta::Config::new().nfa_size_limit(Some(NFA_SIZE_LIMIT)))
-                        .build_from_hir(&hir)
-                        .ok(),
+                    Ok(Some(hir)) => AnyText::build(
+                        &[hir],
+                        RegexMatchKind::LeftmostFirst,
+                        ANY_TEXT_VERIFIER_CACHE,
+                    ),
                     _ => None,
                 }
             })
@@ -382,7 +449,7 @@ impl FieldScanner {
     /// of µs a byte). `None`: no member has one, [`FieldScanner::gate`]
     /// serves all text; also when it cannot be built (then the exact gate
     /// runs, slower but right).
-    fn gate_any_text(&self) -> Option<&Gate> {
+    fn gate_any_text(&self) -> Option<&AnyTextGate> {
         self.gate_any_text
             .get_or_init(|| {
                 let mut members = Vec::new();
@@ -406,15 +473,14 @@ impl FieldScanner {
                 if !rewritten && alone.is_empty() {
                     return None;
                 }
-                // The split word classes make many more DFA states: with
-                // the default 2 MiB cache the lazy DFA gives up and the
-                // PikeVM runs (21 µs/byte on CJK text for the shipped text
-                // gate); 8 MiB holds them (2.8 ns/byte). The cache grows
+                // The split word classes make many more DFA states: in
+                // the default 2 MiB cache they do not fit (the meta engine
+                // gave up and ran the PikeVM: 21 µs/byte on CJK text for the
+                // shipped text gate; this DFA would clear its cache over and
+                // over); 8 MiB holds them (2.8 ns/byte). The cache grows
                 // only as states are made.
-                let mut builder = gate_builder();
-                builder.configure(meta::Config::new().hybrid_cache_capacity(ANY_TEXT_GATE_CACHE));
-                let set = builder.build_many_from_hir(&hirs).ok()?;
-                Some(Gate {
+                let set = AnyText::build(&hirs, RegexMatchKind::All, ANY_TEXT_GATE_CACHE)?;
+                Some(AnyTextGate {
                     set,
                     members,
                     alone,
@@ -492,17 +558,49 @@ impl FieldScanner {
                 );
             }
         }
-        if !self.gate_members.is_empty() {
-            let other = if ascii { None } else { self.gate_any_text() };
-            match other.map_or_else(|| self.gate(), Ok) {
+        let any_gate = if ascii || self.gate_members.is_empty() {
+            None
+        } else {
+            self.gate_any_text()
+        };
+        let mut gated = false;
+        if let Some(gate) = any_gate {
+            let g = gate_scratch.get_or_insert_with(GateScratch::default);
+            let (cache, found) = g.any_text.get_or_insert_with(|| {
+                (
+                    gate.set.dfa.create_cache(),
+                    PatternSet::new(gate.set.dfa.pattern_len()),
+                )
+            });
+            found.clear();
+            let input = Input::new(bytes);
+            // An error (never expected: see AnyText) leaves the exact gate
+            // to run below.
+            if gate
+                .set
+                .dfa
+                .try_which_overlapping_matches(cache, &input, found)
+                .is_ok()
+            {
+                gated = true;
+                self.gate_found(
+                    &gate.members,
+                    &gate.alone,
+                    found,
+                    hay,
+                    ascii,
+                    hits,
+                    caches,
+                    relevant,
+                    deadline,
+                );
+            }
+        }
+        if !self.gate_members.is_empty() && !gated {
+            match self.gate() {
                 Ok(gate) => {
                     let g = gate_scratch.get_or_insert_with(GateScratch::default);
-                    let slot = if other.is_some() {
-                        &mut g.any_text
-                    } else {
-                        &mut g.ascii
-                    };
-                    let (cache, found) = slot.get_or_insert_with(|| {
+                    let (cache, found) = g.ascii.get_or_insert_with(|| {
                         (
                             gate.set.create_cache(),
                             PatternSet::new(gate.set.pattern_len()),
@@ -511,22 +609,17 @@ impl FieldScanner {
                     found.clear();
                     gate.set
                         .which_overlapping_matches_with(cache, &Input::new(bytes), found);
-                    for p in found.iter() {
-                        let i = gate.members[p.as_usize()];
-                        let v = &self.verifiers[i];
-                        // The set proved a match; only a validator needs
-                        // the matches.
-                        if v.validator.is_none() {
-                            hits.insert(v.atom as usize);
-                        } else if wanted(v) {
-                            self.verify(i, hay, ascii, hits, caches, deadline);
-                        }
-                    }
-                    for &i in &gate.alone {
-                        if wanted(&self.verifiers[i]) && !deadline.passed() {
-                            self.verify(i, hay, ascii, hits, caches, deadline);
-                        }
-                    }
+                    self.gate_found(
+                        &gate.members,
+                        &gate.alone,
+                        found,
+                        hay,
+                        ascii,
+                        hits,
+                        caches,
+                        relevant,
+                        deadline,
+                    );
                 }
                 // Without the gate its members run one by one.
                 Err(_) => {
@@ -543,6 +636,40 @@ impl FieldScanner {
                 if deadline.passed() {
                     return;
                 }
+                self.verify(i, hay, ascii, hits, caches, deadline);
+            }
+        }
+    }
+
+    /// What a gate's pass found: each member it proved matches is a hit
+    /// (or, with a validator, verified); the members left out of the set
+    /// run alone.
+    #[allow(clippy::too_many_arguments)]
+    fn gate_found(
+        &self,
+        members: &[usize],
+        alone: &[usize],
+        found: &PatternSet,
+        hay: &str,
+        ascii: bool,
+        hits: &mut BitSet,
+        caches: &mut [Option<meta::Cache>],
+        relevant: Option<&BitSet>,
+        deadline: &Deadline,
+    ) {
+        let wanted = |v: &Verifier| relevant.is_none_or(|r| r.contains(v.atom as usize));
+        for p in found.iter() {
+            let i = members[p.as_usize()];
+            let v = &self.verifiers[i];
+            // The set proved a match; only a validator needs the matches.
+            if v.validator.is_none() {
+                hits.insert(v.atom as usize);
+            } else if wanted(v) {
+                self.verify(i, hay, ascii, hits, caches, deadline);
+            }
+        }
+        for &i in alone {
+            if wanted(&self.verifiers[i]) && !deadline.passed() {
                 self.verify(i, hay, ascii, hits, caches, deadline);
             }
         }
@@ -581,13 +708,18 @@ impl FieldScanner {
             (Err(_), _) => true,
             (Ok(Matcher::Linear(re)), None) => {
                 let input = Input::new(hay.as_bytes()).earliest(true);
-                if let Some(any) = v.any_text().filter(|_| !ascii) {
-                    // Rare (non-ASCII text, a Unicode `\b`): the regex's
-                    // own cache pool rather than a scratch slot.
-                    any.search(&input).is_some()
-                } else {
-                    let cache = caches[slot].get_or_insert_with(|| re.create_cache());
-                    re.search_with(cache, &input).is_some()
+                // Rare (non-ASCII text, a Unicode `\b`): the check's own
+                // cache pool rather than a scratch slot.
+                match v
+                    .any_text()
+                    .filter(|_| !ascii)
+                    .and_then(|a| a.is_match(hay))
+                {
+                    Some(found) => found,
+                    None => {
+                        let cache = caches[slot].get_or_insert_with(|| re.create_cache());
+                        re.search_with(cache, &input).is_some()
+                    }
                 }
             }
             (Ok(Matcher::Linear(re)), Some(check)) => {
@@ -598,10 +730,11 @@ impl FieldScanner {
             // Cannot match where its superset does not: the backtracking
             // engine is spared benign text.
             (Ok(Matcher::Backtrack { gate: Some(g), .. }), _)
-                if !match v.any_text().filter(|_| !ascii) {
-                    Some(any) => any.is_match(hay),
-                    None => g.is_match(hay),
-                } =>
+                if !v
+                    .any_text()
+                    .filter(|_| !ascii)
+                    .and_then(|a| a.is_match(hay))
+                    .unwrap_or_else(|| g.is_match(hay)) =>
             {
                 false
             }
@@ -709,6 +842,10 @@ const NFA_SIZE_LIMIT: usize = 64 << 20;
 /// Lazy DFA cache of a gate for non-ASCII text (see
 /// [`FieldScanner::gate_any_text`]).
 const ANY_TEXT_GATE_CACHE: usize = 8 << 20;
+
+/// Lazy DFA cache of one verifier's check for non-ASCII text (the lazy
+/// DFA's default).
+const ANY_TEXT_VERIFIER_CACHE: usize = 2 << 20;
 
 /// The builder of a gate: every member that matches anywhere.
 fn gate_builder() -> meta::Builder {
