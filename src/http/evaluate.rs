@@ -73,16 +73,21 @@ pub fn parse_event(
     max_depth: usize,
     max_string: usize,
 ) -> Result<Event, (&'static str, String)> {
-    if let Err(e) = std::str::from_utf8(body) {
-        return Err((
-            "malformed_json",
-            format!(
-                "malformed JSON: the body is not valid UTF-8 (byte {})",
-                e.valid_up_to()
-            ),
-        ));
-    }
-    let value: serde_json::Value = serde_json::from_slice(body).map_err(|e| {
+    let text = match std::str::from_utf8(body) {
+        Ok(text) => text,
+        Err(e) => {
+            return Err((
+                "malformed_json",
+                format!(
+                    "malformed JSON: the body is not valid UTF-8 (byte {})",
+                    e.valid_up_to()
+                ),
+            ))
+        }
+    };
+    // From the checked text: serde_json then skips validating UTF-8 a
+    // second time (from_slice checks every string it reads).
+    let value: serde_json::Value = serde_json::from_str(text).map_err(|e| {
         (
             "malformed_json",
             EventError::Json(e.to_string()).to_string(),
@@ -97,4 +102,40 @@ pub fn parse_event(
         };
         (code, e.to_string())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    /// `parse_event` parses the UTF-8-checked text with `from_str` where it
+    /// used `from_slice`: over valid, malformed and adversarial bodies
+    /// (escapes, lone surrogates, trailing bytes, deep nesting, numbers at
+    /// the edges), both give the same value or the same error message.
+    #[test]
+    fn from_str_parses_as_from_slice_did() {
+        let bodies: &[&str] = &[
+            r#"{"stage":"tool.before","tool_name":"exec","tool_args":{"command":"rm -rf /"}}"#,
+            r#"{"stage":"message.before","message_text":"caf\u00e9 \ud83d\ude00 ü 中"}"#,
+            r#"{"stage":"tool.before","#,
+            r#"{"a":"\ud800"}"#,
+            r#"{"a":"\udc00x"}"#,
+            r#"{"a":"\x"}"#,
+            "{\"a\":\"tab\tinside\"}",
+            r#"{"a":1} trailing"#,
+            "{\"a\":1}\n\t ",
+            r#"[1e400]"#,
+            r#"[-0, 18446744073709551616, 1.5e-400]"#,
+            r#"{"a":1,"a":2}"#,
+            "",
+            "   ",
+            "nul",
+            &"[".repeat(200),
+            &format!("{}{}", "[".repeat(100), "]".repeat(100)),
+        ];
+        for body in bodies {
+            let slice = serde_json::from_slice::<serde_json::Value>(body.as_bytes())
+                .map_err(|e| e.to_string());
+            let text = serde_json::from_str::<serde_json::Value>(body).map_err(|e| e.to_string());
+            assert_eq!(slice, text, "{body}");
+        }
+    }
 }
