@@ -11,7 +11,8 @@
 //! accepted body paid for the path: a `format!` per array item and a
 //! `String` per object key. On the 98-byte tool call of the wrk runs
 //! (issue 19), callgrind of `parse_event` over 2,000 requests on a release
-//! `parallax serve`: see the commit for the before/after instructions.
+//! `parallax serve`: 10.7k -> 6.6k instructions a request, this and
+//! parsing with `from_str` (the check alone was 3.75k of the 10.7k).
 
 use serde_json::Value;
 
