@@ -85,6 +85,14 @@ pub fn parse_event(
             ))
         }
     };
+    // The common case straight into the event's fields (no `Value` tree
+    // for the object, no map to take apart), when it keeps to the limits;
+    // anything else takes the value path below, which names the problem.
+    if let Some(plain) = Event::parse_plain(text) {
+        if json_limits::event_within(&plain, max_depth, max_string) {
+            return Ok(plain.event);
+        }
+    }
     // From the checked text: serde_json then skips validating UTF-8 a
     // second time (from_slice checks every string it reads).
     let value: serde_json::Value = serde_json::from_str(text).map_err(|e| {

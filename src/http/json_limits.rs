@@ -14,6 +14,7 @@
 //! `parallax serve`: 10.7k -> 6.6k instructions a request, this and
 //! parsing with `from_str` (the check alone was 3.75k of the 10.7k).
 
+use parallax_runtime::event::Plain;
 use serde_json::Value;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -34,6 +35,39 @@ pub fn check(v: &Value, max_depth: usize, max_string: usize) -> Result<(), Limit
         return Ok(());
     }
     walk(v, 1, max_depth, max_string, &mut String::from("$"))
+}
+
+/// Whether the body an event was parsed from ([`Event::parse_plain`])
+/// keeps to the limits, judged from the event: the same answer [`check`]
+/// gives on the body's value. That value is an object (depth 1) whose keys
+/// are event field names (13 bytes at most) and whose values are the
+/// event's fields; a limit lower than that shape is left to [`check`]
+/// (`false` here sends the body down the value path, which names the
+/// place).
+pub fn event_within(plain: &Plain, max_depth: usize, max_string: usize) -> bool {
+    /// The longest field name, `response_text`.
+    const LONGEST_KEY: usize = 13;
+    if max_depth < 1 || max_string < LONGEST_KEY || plain.timestamp_text_bytes > max_string {
+        return false;
+    }
+    let e = &plain.event;
+    let strings = [
+        &e.session_id,
+        &e.channel,
+        &e.user_id,
+        &e.message_text,
+        &e.tool_name,
+        &e.model,
+        &e.response_text,
+    ];
+    // `stage` parsed only if it was exactly a stage's name.
+    e.stage.as_str().len() <= max_string
+        && strings
+            .iter()
+            .all(|s| s.as_ref().is_none_or(|s| s.len() <= max_string))
+        && [&e.tool_args, &e.tool_result, &e.params, &e.metadata]
+            .iter()
+            .all(|v| within(v, 2, max_depth, max_string))
 }
 
 /// Whether `v` (at `depth`) keeps to the limits: the same conditions as
