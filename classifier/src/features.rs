@@ -107,6 +107,31 @@ const TAG4: u64 = (FNV_OFFSET ^ 4).wrapping_mul(FNV_PRIME);
 const TAG5: u64 = (FNV_OFFSET ^ 5).wrapping_mul(FNV_PRIME);
 const TAG_WORD: u64 = (FNV_OFFSET ^ b'w' as u64).wrapping_mul(FNV_PRIME);
 
+/// What receives a [`FeatureStream`]'s features: any `FnMut(position,
+/// bucket)`, called once per feature in the Python side's order, or a
+/// sink that takes a character's three n-gram buckets at once
+/// ([`Sink::grams`]; the scorer's windows check their chunk once for the
+/// three instead of once each).
+pub trait Sink {
+    /// One feature at stream position `pos`.
+    fn feature(&mut self, pos: usize, bucket: u32);
+
+    /// The 3-, 4- and 5-gram features ending at `pos`, in that order.
+    #[inline(always)]
+    fn grams(&mut self, pos: usize, b3: u32, b4: u32, b5: u32) {
+        self.feature(pos, b3);
+        self.feature(pos, b4);
+        self.feature(pos, b5);
+    }
+}
+
+impl<F: FnMut(usize, u32)> Sink for F {
+    #[inline(always)]
+    fn feature(&mut self, pos: usize, bucket: u32) {
+        self(pos, bucket)
+    }
+}
+
 /// Calls `f(position, bucket)` for every feature occurrence of `text`, in
 /// the order the Python side yields them.
 pub fn for_each_feature(text: &str, mut f: impl FnMut(usize, u32)) {
@@ -165,7 +190,7 @@ impl FeatureStream {
     }
 
     /// Feeds the next piece of the text.
-    pub fn push_str(&mut self, text: &str, f: &mut impl FnMut(usize, u32)) {
+    pub fn push_str(&mut self, text: &str, f: &mut impl Sink) {
         if !self.started {
             self.started = true;
             self.push(u32::from(b' '), 1, false, f);
@@ -220,7 +245,7 @@ impl FeatureStream {
     }
 
     /// Ends the text (its trailing space closes the last word).
-    pub fn finish(mut self, f: &mut impl FnMut(usize, u32)) {
+    pub fn finish(mut self, f: &mut impl Sink) {
         // An empty text is the stream of one space; any other ends with one.
         if !self.started || !self.prev_space {
             self.push(u32::from(b' '), 1, false, f);
@@ -230,7 +255,7 @@ impl FeatureStream {
     /// Appends one normalised character (`packed`, `len` UTF-8 bytes;
     /// `word`: whether it is a word character).
     #[inline(always)]
-    fn push(&mut self, packed: u32, len: u8, word: bool, f: &mut impl FnMut(usize, u32)) {
+    fn push(&mut self, packed: u32, len: u8, word: bool, f: &mut impl Sink) {
         let i = self.pos;
         if word {
             let h = self.word.unwrap_or(TAG_WORD);
@@ -240,9 +265,9 @@ impl FeatureStream {
                 fnv_char(h, packed, len)
             });
         } else if let Some(w) = self.word.take() {
-            f(i, bucket(w));
+            f.feature(i, bucket(w));
             if let Some(p) = self.prev_word {
-                f(i, bucket((p ^ 0x62).wrapping_mul(FNV_PRIME) ^ w));
+                f.feature(i, bucket((p ^ 0x62).wrapping_mul(FNV_PRIME) ^ w));
             }
             self.prev_word = Some(w);
         }
@@ -259,13 +284,11 @@ impl FeatureStream {
             } else {
                 self.grams()
             };
-            f(i, bucket(h3));
-            f(i, bucket(h4));
-            f(i, bucket(h5));
+            f.grams(i, bucket(h3), bucket(h4), bucket(h5));
         } else {
             for n in 3..=5 {
                 if i + 1 >= n {
-                    f(i, bucket(self.gram(n)));
+                    f.feature(i, bucket(self.gram(n)));
                 }
             }
         }
