@@ -95,6 +95,42 @@ fn needs_an_atom(p: &Predicate) -> bool {
     }
 }
 
+/// Per stage, the fields to scan and the atoms that matter: those of the
+/// rules that run at it (and that `keep` keeps).
+fn stage_plans(program: &Program, keep: impl Fn(usize) -> bool) -> Vec<StagePlan> {
+    Stage::ALL
+        .iter()
+        .map(|&stage| {
+            let evaluators: Vec<usize> = (0..program.evaluators.len())
+                .filter(|&e| program.evaluators[e].stages.contains(stage))
+                .collect();
+            let mut fields = Vec::new();
+            let mut stage_atoms = BitSet::new(program.atoms.len());
+            for &e in &evaluators {
+                for r in program.rules_of(e) {
+                    let rule = &program.rules[r];
+                    if rule.stages.contains(stage) && keep(r) {
+                        let mut atoms = Vec::new();
+                        rule.predicate.atoms(&mut atoms);
+                        atoms.iter().for_each(|&a| stage_atoms.insert(a as usize));
+                        fields.extend(
+                            atoms
+                                .iter()
+                                .map(|a| program.atoms[*a as usize].field as usize),
+                        );
+                    }
+                }
+            }
+            fields.sort_unstable();
+            fields.dedup();
+            StagePlan {
+                fields,
+                atoms: stage_atoms,
+            }
+        })
+        .collect()
+}
+
 /// Reusable per-evaluation memory.
 pub struct Scratch {
     atoms: BitSet,
@@ -112,6 +148,10 @@ pub struct Scratch {
     tally: Tally,
     /// The time limit of the next evaluations ([`Scratch::set_deadline`]).
     deadline: Deadline,
+    /// Rules this scratch never evaluates, and the stage plans without
+    /// them: set only by [`Scratch::bench_skip_engine`], which nothing but
+    /// benches calls; `None` in every scratch [`Engine::new_scratch`] makes.
+    skip: Option<(BitSet, Vec<StagePlan>)>,
 }
 
 impl Scratch {
@@ -120,6 +160,30 @@ impl Scratch {
     /// incomplete. See [`crate::deadline`].
     pub fn set_deadline(&mut self, at: Option<std::time::Instant>) {
         self.deadline = at.map_or_else(Deadline::none, Deadline::at);
+    }
+
+    /// For benches only: evaluations on this scratch skip every rule of
+    /// the evaluators of `kind`, as if they were not in the chain: their
+    /// rules are not evaluated, and a field or a verifier only they read
+    /// is not scanned (the shard DFAs and literal passes of a field still
+    /// run whole, as they were compiled with those atoms in them). Issue 19's
+    /// in-process budgets are judged on the shipped chain without the
+    /// learned injection score (`EngineKind::Classifier`), which issue 23
+    /// budgets on its own; see `benches/evaluate.rs`. Not reachable from a
+    /// config or a request: the decision service, the proxy, the gateways
+    /// and `parallax eval` never call it, and a scratch from
+    /// [`Engine::new_scratch`] skips nothing.
+    #[doc(hidden)]
+    pub fn bench_skip_engine(&mut self, engine: &Engine, kind: crate::program::EngineKind) {
+        let program = engine.program();
+        let mut skip = BitSet::new(program.rules.len());
+        for (r, rule) in program.rules.iter().enumerate() {
+            if program.evaluators[rule.evaluator as usize].engine == kind {
+                skip.insert(r);
+            }
+        }
+        let plans = stage_plans(program, |r| !skip.contains(r));
+        self.skip = Some((skip, plans));
     }
 
     /// Whether the last evaluation stopped at its deadline: its verdict
@@ -224,37 +288,7 @@ impl Engine {
             verifier_base += s.verifiers.len();
             scanners.push(s);
         }
-        let stages = Stage::ALL
-            .iter()
-            .map(|&stage| {
-                let evaluators: Vec<usize> = (0..program.evaluators.len())
-                    .filter(|&e| program.evaluators[e].stages.contains(stage))
-                    .collect();
-                let mut fields = Vec::new();
-                let mut stage_atoms = BitSet::new(program.atoms.len());
-                for &e in &evaluators {
-                    for r in program.rules_of(e) {
-                        let rule = &program.rules[r];
-                        if rule.stages.contains(stage) {
-                            let mut atoms = Vec::new();
-                            rule.predicate.atoms(&mut atoms);
-                            atoms.iter().for_each(|&a| stage_atoms.insert(a as usize));
-                            fields.extend(
-                                atoms
-                                    .iter()
-                                    .map(|a| program.atoms[*a as usize].field as usize),
-                            );
-                        }
-                    }
-                }
-                fields.sort_unstable();
-                fields.dedup();
-                StagePlan {
-                    fields,
-                    atoms: stage_atoms,
-                }
-            })
-            .collect();
+        let stages = stage_plans(&program, |_| true);
         let span_regexes = program.atoms.iter().map(|_| OnceLock::new()).collect();
         let cel = CelRuntime::new(&program.cel);
         let mut atom_rules: Vec<Vec<u32>> = vec![Vec::new(); program.atoms.len()];
@@ -324,13 +358,32 @@ impl Engine {
             matched: Vec::with_capacity(self.program.rules.len()),
             tally: Tally::default(),
             deadline: Deadline::none(),
+            skip: None,
         }
     }
 
     /// Runs the chain. Allocation-free once `scratch` exists.
     pub fn evaluate<'s>(&self, event: &PreparedEvent, scratch: &'s mut Scratch) -> Verdict<'s> {
+        // A bench's skip (None otherwise) is moved out for the run, so the
+        // plan can borrow it while the run writes the scratch.
+        let skip = scratch.skip.take();
+        self.run(event, scratch, skip.as_ref());
+        scratch.skip = skip;
+        scratch.verdict()
+    }
+
+    /// [`Engine::evaluate`]'s work: leaves the verdict in `scratch`.
+    fn run(
+        &self,
+        event: &PreparedEvent,
+        scratch: &mut Scratch,
+        skip: Option<&(BitSet, Vec<StagePlan>)>,
+    ) {
         let stage = event.event.stage;
-        let plan = &self.stages[stage.index()];
+        let plan = match skip {
+            Some((_, plans)) => &plans[stage.index()],
+            None => &self.stages[stage.index()],
+        };
         scratch.atoms.clear();
         scratch.matched.clear();
         self.scan(
@@ -342,7 +395,7 @@ impl Engine {
         if scratch.deadline.passed() {
             // Abandoned: no rule is evaluated on a partial scan.
             scratch.tally = Tally::default();
-            return scratch.verdict();
+            return;
         }
         // Only rules that can hold: those of the atoms that hit, and those
         // that need none. Walking every rule would make each evaluation cost
@@ -365,6 +418,9 @@ impl Engine {
         let mut evaluator = None;
         for r in rules.iter() {
             let rule = &self.program.rules[r];
+            if skip.is_some_and(|(s, _)| s.contains(r)) {
+                continue;
+            }
             if !rule.stages.contains(stage)
                 || !self.program.evaluators[rule.evaluator as usize]
                     .stages
@@ -384,7 +440,6 @@ impl Engine {
             }
         }
         scratch.tally = tally;
-        scratch.verdict()
     }
 
     /// Scans `fields` (indices into the program's field plans) of `event`,
