@@ -44,7 +44,7 @@ use std::sync::OnceLock;
 // ---------------------------------------------------------------- lexing
 
 #[derive(Debug, Clone, PartialEq)]
-enum Tk {
+pub(crate) enum Tk {
     /// A bare identifier or keyword, upper-cased.
     Word(String),
     /// A quoted identifier (`"x"`, `` `x` ``, `[x]`).
@@ -60,8 +60,8 @@ enum Tk {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-struct Token {
-    tk: Tk,
+pub(crate) struct Token {
+    pub(crate) tk: Tk,
     start: usize,
     end: usize,
 }
@@ -73,7 +73,7 @@ const OPS: [&str; 22] = [
 
 /// SQLite's tokens, enough to find clauses and read guard expressions;
 /// `None` on anything it does not know (the query then has no guard).
-fn lex(sql: &str) -> Option<Vec<Token>> {
+pub(crate) fn lex(sql: &str) -> Option<Vec<Token>> {
     let b = sql.as_bytes();
     let mut out = Vec::new();
     let mut i = 0;

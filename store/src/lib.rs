@@ -15,6 +15,7 @@ pub mod routing;
 pub mod rule;
 pub mod schema;
 pub mod service;
+pub mod shortcut;
 pub mod store;
 pub mod template;
 pub mod window;
@@ -25,7 +26,7 @@ pub use request::{late_matches, EventRow, SqlHit, StoreRequest};
 pub use routing::{Route, RuleMask, SqlRouting};
 pub use rule::{check_rule, compile_rule, query_plan, Param, SqlRuleCode};
 pub use service::{PendingHits, StoreHandle};
-pub use store::{Profile, Store, StoreError};
+pub use store::{Profile, ShortcutMode, Store, StoreError};
 
 use parallax_runtime::{Program, StateSettings};
 use std::sync::Arc;

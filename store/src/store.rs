@@ -6,6 +6,7 @@ use crate::clock::Clock;
 use crate::request::{EventRow, SqlHit, StoreRequest};
 use crate::rule::{compile_rule, Param, SqlRuleCode};
 use crate::schema;
+use crate::shortcut::{FactRow, Shortcut, WindowFacts};
 use crate::window::{RateCount, ToolCallWindow};
 use parallax_runtime::{Action, Program, StageSet, StateSettings};
 use rusqlite::types::ValueRef;
@@ -56,6 +57,9 @@ struct LoadedRule {
     /// Answered from [`Store::tool_calls`] instead of SQLite (see
     /// [`crate::window`]).
     native: Option<RateCount>,
+    /// Skipped when [`WindowFacts`] prove it cannot fire (see
+    /// [`crate::shortcut`]).
+    shortcut: Option<Shortcut>,
 }
 
 pub struct Store {
@@ -79,6 +83,17 @@ pub struct Store {
     tool_calls: ToolCallWindow,
     /// When false every rule runs in SQLite ([`Store::set_native_counts`]).
     native_counts: bool,
+    /// What the loaded rules' shortcuts know of each session, kept in step
+    /// like `tool_calls` (empty when no rule has one).
+    facts: WindowFacts,
+    /// Whether any loaded rule has a shortcut (else `facts` is not fed).
+    facts_on: bool,
+    /// Shortcuts off, on, or on and checked ([`Store::set_shortcuts`]).
+    shortcuts: ShortcutMode,
+    /// Rules a shortcut skipped; and, in [`ShortcutMode::Checked`], skips
+    /// where SQLite fired after all (a test failure).
+    skips: u64,
+    wrong_skips: u64,
     since_retention: u32,
     /// [`crate::routing::fingerprint`] of the loaded rules.
     program: u64,
@@ -168,6 +183,11 @@ impl Store {
             per_session,
             tool_calls,
             native_counts: true,
+            facts: WindowFacts::default(),
+            facts_on: false,
+            shortcuts: ShortcutMode::On,
+            skips: 0,
+            wrong_skips: 0,
             since_retention: 0,
             program: 0,
             queries: 0,
@@ -188,9 +208,50 @@ impl Store {
         self.native_counts = on;
     }
 
-    /// Rebuilds the tool-call window from the table.
+    /// Whether rules a shortcut proves cannot fire are skipped (the
+    /// default), run anyway, or run and checked: in
+    /// [`ShortcutMode::Checked`] a skipped rule's query still runs, its
+    /// answer is the one used, and [`Store::wrong_skips`] counts the skips
+    /// where it fired (the differential test requires none).
+    pub fn set_shortcuts(&mut self, mode: ShortcutMode) {
+        self.shortcuts = mode;
+    }
+
+    /// Rule runs a shortcut skipped (or, checked, would have).
+    pub fn shortcut_skips(&self) -> u64 {
+        self.skips
+    }
+
+    /// Checked skips where SQLite's answer was a hit.
+    pub fn wrong_skips(&self) -> u64 {
+        self.wrong_skips
+    }
+
+    /// Rebuilds the tool-call window and the shortcuts' facts from the
+    /// table.
     fn reload_tool_calls(&mut self) -> Result<(), StoreError> {
         self.tool_calls = tool_calls_of(&self.conn)?;
+        self.reload_facts()
+    }
+
+    /// Rebuilds [`WindowFacts`] for the loaded rules from the table.
+    fn reload_facts(&mut self) -> Result<(), StoreError> {
+        let shortcuts: Vec<Shortcut> = self.rules.iter().filter_map(|r| r.shortcut).collect();
+        self.facts = WindowFacts::new(&shortcuts);
+        self.facts_on = !shortcuts.is_empty();
+        if !self.facts_on {
+            return Ok(());
+        }
+        let mut stmt = self.conn.prepare(
+            "SELECT session_id, ts, stage, tool_name, tool_args, action, path, command \
+             FROM events WHERE session_id IS NOT NULL",
+        )?;
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            if let Some(f) = fact_row(r)? {
+                self.facts.insert(&f);
+            }
+        }
         Ok(())
     }
 
@@ -238,6 +299,7 @@ impl Store {
                 },
                 stages: meta.stages,
                 native: RateCount::recognise(&spec.query).filter(|_| code.columns.len() == 1),
+                shortcut: Shortcut::recognise(&spec.query, &spec.condition),
                 code,
             });
         }
@@ -246,7 +308,7 @@ impl Store {
             .set_prepared_statement_cache_capacity(rules.len() + 8);
         self.rules = rules;
         self.program = crate::routing::fingerprint(program);
-        Ok(())
+        self.reload_facts()
     }
 
     /// Starts (or stops) timing each step of [`Store::process`] from zero.
@@ -324,7 +386,15 @@ impl Store {
                 }
                 self.queries += 1;
                 let started = timing.then(std::time::Instant::now);
+                let skip = self.shortcuts != ShortcutMode::Off
+                    && rule
+                        .shortcut
+                        .is_some_and(|s| self.facts.cannot_fire(s, &req.row, now));
+                if skip {
+                    self.skips += 1;
+                }
                 let outcome = match rule.native.filter(|_| self.native_counts) {
+                    _ if skip && self.shortcuts == ShortcutMode::On => Ok(None),
                     Some(rate) => {
                         let n = self
                             .tool_calls
@@ -333,6 +403,9 @@ impl Store {
                     }
                     None => run_rule(&self.conn, &rule.code, &req.row, now),
                 };
+                if skip && matches!(outcome, Ok(Some(_))) {
+                    self.wrong_skips += 1;
+                }
                 if let (Some(p), Some(t)) = (self.profile.as_mut(), started) {
                     if let Some(r) = p.rules.get_mut(i) {
                         r.1 += 1;
@@ -364,6 +437,11 @@ impl Store {
             self.conn
                 .prepare_cached("UPDATE events SET action = ?1, rule_ids = ?2 WHERE id = ?3")?
                 .execute(rusqlite::params![action.as_str(), ids, id])?;
+            if self.facts_on && action == Action::Block && req.action != Action::Block {
+                if let Some(s) = &req.row.session_id {
+                    self.facts.blocked(s, now);
+                }
+            }
         }
         let started = timing.then(std::time::Instant::now);
         self.after_insert(req.row.session_id.as_deref(), now)?;
@@ -407,6 +485,11 @@ impl Store {
         ])?;
         if let (Some(s), parallax_runtime::Stage::ToolBefore) = (&row.session_id, row.stage) {
             self.tool_calls.insert(s, now);
+        }
+        if self.facts_on {
+            if let Some(f) = FactRow::of(row, now, action) {
+                self.facts.insert(&f);
+            }
         }
         Ok(self.conn.last_insert_rowid())
     }
@@ -453,7 +536,7 @@ impl Store {
                 let over = i64::try_from(held - self.session_rows).unwrap_or(i64::MAX);
                 self.delete_counted(
                     "DELETE FROM events WHERE id IN (SELECT id FROM events \
-                     WHERE session_id = ?1 ORDER BY ts, id LIMIT ?2) RETURNING session_id, ts, stage",
+                     WHERE session_id = ?1 ORDER BY ts, id LIMIT ?2) RETURNING session_id, ts, stage, tool_name, tool_args, action",
                     &[Value::Text(s.to_string()), Value::Integer(over)],
                 )?;
             }
@@ -462,7 +545,7 @@ impl Store {
             let over = i64::try_from(self.rows - self.max_rows).unwrap_or(i64::MAX);
             self.delete_counted(
                 "DELETE FROM events WHERE id IN (SELECT id FROM events ORDER BY id LIMIT ?1) \
-                 RETURNING session_id, ts, stage",
+                 RETURNING session_id, ts, stage, tool_name, tool_args, action",
                 &[Value::Integer(over)],
             )?;
         }
@@ -474,7 +557,8 @@ impl Store {
         Ok(())
     }
 
-    /// Runs a `DELETE … RETURNING session_id, ts, stage` and keeps the row
+    /// Runs a `DELETE … RETURNING session_id, ts, stage, tool_name,
+    /// tool_args, action` and keeps the row
     /// counts and the tool-call window in step; returns how many rows went.
     fn delete_counted(
         &mut self,
@@ -489,8 +573,28 @@ impl Store {
             while let Some(r) = rows.next()? {
                 deleted += 1;
                 if let Some(s) = r.get::<_, Option<String>>(0)? {
-                    if r.get_ref(2)?.as_str() == Ok("tool.before") {
-                        self.tool_calls.remove(&s, r.get(1)?);
+                    let tool_before = r.get_ref(2)?.as_str() == Ok("tool.before");
+                    let ts: f64 = r.get(1)?;
+                    if tool_before {
+                        self.tool_calls.remove(&s, ts);
+                    }
+                    if self.facts_on {
+                        let text = |i: usize| -> Result<Option<&[u8]>, rusqlite::Error> {
+                            Ok(match r.get_ref(i)? {
+                                ValueRef::Text(t) => Some(t),
+                                _ => None,
+                            })
+                        };
+                        self.facts.remove(&FactRow {
+                            session: &s,
+                            ts,
+                            tool_before,
+                            tool_name: text(3)?,
+                            tool_args: text(4)?,
+                            block: r.get_ref(5)?.as_str() == Ok("block"),
+                            path: None,
+                            command: None,
+                        });
                     }
                     gone.push(s);
                 }
@@ -502,6 +606,7 @@ impl Store {
                 *held = held.saturating_sub(1);
                 if *held == 0 {
                     self.per_session.remove(&s);
+                    self.facts.forget(&s);
                 }
             }
         }
@@ -511,7 +616,7 @@ impl Store {
     /// Deletes events older than the retention; returns how many.
     pub fn prune_expired(&mut self, now: f64) -> Result<usize, StoreError> {
         self.delete_counted(
-            "DELETE FROM events WHERE ts < ?1 RETURNING session_id, ts, stage",
+            "DELETE FROM events WHERE ts < ?1 RETURNING session_id, ts, stage, tool_name, tool_args, action",
             &[rusqlite::types::Value::Real(now - self.retention)],
         )
     }
@@ -577,6 +682,38 @@ fn run_rule(
         values.push(first.get_ref(i)?);
     }
     Ok(judge(code, &values))
+}
+
+/// Shortcuts off, on (the default), or on and checked against SQLite.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShortcutMode {
+    Off,
+    On,
+    Checked,
+}
+
+/// A row of `SELECT session_id, ts, stage, tool_name, tool_args, action,
+/// path, command` as the shortcuts' facts see it.
+fn fact_row<'r>(r: &'r rusqlite::Row<'_>) -> Result<Option<FactRow<'r>>, rusqlite::Error> {
+    let text = |i: usize| -> Result<Option<&'r [u8]>, rusqlite::Error> {
+        Ok(match r.get_ref(i)? {
+            ValueRef::Text(t) => Some(t),
+            _ => None,
+        })
+    };
+    let Some(session) = text(0)?.and_then(|s| std::str::from_utf8(s).ok()) else {
+        return Ok(None);
+    };
+    Ok(Some(FactRow {
+        session,
+        ts: r.get(1)?,
+        tool_before: text(2)? == Some(b"tool.before"),
+        tool_name: text(3)?,
+        tool_args: text(4)?,
+        block: text(5)? == Some(b"block"),
+        path: text(6)?,
+        command: text(7)?,
+    }))
 }
 
 /// The `tool.before` rows' timestamps per session, as the table holds them.
