@@ -377,12 +377,29 @@ impl FieldScanner {
         for ci in 0..2 {
             keep(self.literal_set(ci).map(|_| ()));
         }
+        let mut gate_built = false;
+        let mut alone: &[usize] = &[];
         if !self.gate_members.is_empty() {
+            gate_built = self.gate().is_ok();
             keep(self.gate().map(|_| ()));
             // Best effort: without it the exact gate serves all text.
-            self.gate_any_text();
+            if let Some(g) = self.gate_any_text() {
+                alone = &g.alone;
+            }
         }
-        for v in &self.verifiers {
+        for (i, v) in self.verifiers.iter().enumerate() {
+            // A gate member without a validator never runs on its own once
+            // the gate is built (the gate's pass decides it, on any text),
+            // unless the gate for non-ASCII text had to leave it out: its
+            // own regex and check would only cost build time (a second
+            // NFA of the same pattern, the gate having built one).
+            if gate_built
+                && v.validator.is_none()
+                && self.gate_members.binary_search(&i).is_ok()
+                && !alone.contains(&i)
+            {
+                continue;
+            }
             keep(v.matcher(&self.field).map(|_| ()));
             v.any_text();
         }
@@ -847,13 +864,32 @@ const ANY_TEXT_GATE_CACHE: usize = 8 << 20;
 /// DFA's default).
 const ANY_TEXT_VERIFIER_CACHE: usize = 2 << 20;
 
+/// Lazy DFA cache capacity of a verifier's (and span finding's) meta
+/// regex. The meta engine's default, 2 MiB, is below the minimum its lazy
+/// DFA needs for the ATR corpus's largest patterns (`(?i)` Unicode classes
+/// repeated `{0,300}`: 25,000–68,000 NFA states, a reverse NFA larger
+/// still): it then has no lazy DFA at all and runs every search in the
+/// PikeVM. On 1 MiB of "os.system" repeated, the 64k-state ADB pattern
+/// took 124 ns/byte (PikeVM) with 2 MiB, 1.8 with 16 MiB (2.0 and 3.7
+/// with 4 and 8 MiB: still the PikeVM for some). Over the corpus's 2,640
+/// linear patterns on 64 KiB of benign text (load 6–9), 28 took over 20
+/// ns/byte with the default; with 16 MiB every pattern of over 20,000 NFA
+/// states took at most 5.5. A cache grows only as states are made (the
+/// largest after that text: 5.9 MB), so the capacity costs nothing where it
+/// is not used.
+const VERIFIER_DFA_CACHE: usize = 16 << 20;
+
+/// As [`VERIFIER_DFA_CACHE`], for a gate: all its members' NFAs in one.
+const GATE_DFA_CACHE: usize = 32 << 20;
+
 /// The builder of a gate: every member that matches anywhere.
 fn gate_builder() -> meta::Builder {
     let mut b = meta::Builder::new();
     b.configure(
         meta::Config::new()
             .match_kind(RegexMatchKind::All)
-            .nfa_size_limit(Some(NFA_SIZE_LIMIT)),
+            .nfa_size_limit(Some(NFA_SIZE_LIMIT))
+            .hybrid_cache_capacity(GATE_DFA_CACHE),
     );
     b
 }
@@ -861,7 +897,11 @@ fn gate_builder() -> meta::Builder {
 /// A linear-time regex for verification and span finding.
 pub fn linear_regex(pattern: &str) -> Result<meta::Regex, Box<meta::BuildError>> {
     meta::Builder::new()
-        .configure(meta::Config::new().nfa_size_limit(Some(NFA_SIZE_LIMIT)))
+        .configure(
+            meta::Config::new()
+                .nfa_size_limit(Some(NFA_SIZE_LIMIT))
+                .hybrid_cache_capacity(VERIFIER_DFA_CACHE),
+        )
         .build(pattern)
         .map_err(Box::new)
 }
