@@ -16,6 +16,12 @@
 //!   `tool_name` and one of `(tool_name, tool_args)`;
 //! - the sorted `ts` of the rows whose action is `block`.
 //!
+//! Measured (callgrind `--separate-threads=yes`, `parallax eval` of the
+//! first 3,000 events of `loadgen --write-mix 20000`, release): the store
+//! thread 369.5 M -> 172.2 M instructions, `Store::process` inclusive
+//! 361.2 M -> 161.1 M; output identical (and on the 20k mix, md5 without
+//! `elapsed_ms` b2031955…).
+//!
 //! A shortcut answers only "cannot fire" or "ask SQLite": when the bound
 //! says the count cannot reach the rule's threshold, the rule's query would
 //! return a count below it (the row set the bound counts contains the rows
