@@ -27,6 +27,18 @@
 //! assertion at the start reads the character before the match: the rewrite
 //! then starts with that character (or the start of the text), and one at
 //! the end takes in the character after.
+//!
+//! So the rewrite is only valid for a search of a whole value: its `^`-like
+//! start branch is the start of the haystack, and a search that began
+//! inside a value (`Input::range`, a restart after a match) would read the
+//! text before it as absent. Its callers in `scan.rs` (a verifier's
+//! existence check, the gate for non-ASCII text) search each value from its
+//! first byte to its last and never read spans.
+//!
+//! Checked against the unrewritten pattern by the unit tests below, by
+//! tests/scan_reference.rs (the scan on non-ASCII fragments) and by
+//! tests/atr_word_boundary.rs (every ATR pattern with a Unicode word
+//! assertion, on its own cases and literals with non-ASCII neighbours).
 
 use regex_syntax::hir::{Class, ClassBytes, ClassBytesRange, ClassUnicode, Hir, HirKind, Look};
 use regex_syntax::hir::{Repetition, Visitor};
@@ -72,6 +84,8 @@ pub enum RewriteError {
     Bytes,
     #[error("the rewrite grew past its size limit")]
     TooLarge,
+    #[error("a Unicode word boundary whose character before was not tracked")]
+    Untracked,
 }
 
 /// The pattern as an HIR without Unicode word assertions that matches the
@@ -277,7 +291,7 @@ impl Rewriter {
                 vec![(s, hir.clone())]
             }
             HirKind::Class(class) => self.class(class, hir, state, tail)?,
-            HirKind::Look(look) => look_step(*look, state).map_or_else(Vec::new, |s| {
+            HirKind::Look(look) => look_step(*look, state)?.map_or_else(Vec::new, |s| {
                 if is_unicode_word(*look) {
                     vec![(s, Hir::empty())]
                 } else {
@@ -466,8 +480,15 @@ impl Rewriter {
     }
 }
 
-/// The state after an assertion, or `None` when it cannot hold.
-fn look_step(look: Look, s: State) -> Option<State> {
+/// The state after an assertion, or `Ok(None)` when it cannot hold.
+///
+/// Every Unicode word assertion but `\b{end-half}` reads the character
+/// before it. [`reads_prev`] and [`rest_reads`] make the walk keep that
+/// character's kind up to any such assertion, so `s.prev` is always known
+/// here; if it ever were not, guessing either way could drop or add
+/// matches, so the whole rewrite is declined instead (the scan then runs the
+/// exact regex: slower, never wrong).
+fn look_step(look: Look, s: State) -> Result<Option<State>, RewriteError> {
     // What the assertion asks: (kind of the character before, of the next).
     let (want_prev, want_next) = match look {
         Look::WordUnicode => (None, s.prev.map(Kind::opposite)),
@@ -476,22 +497,21 @@ fn look_step(look: Look, s: State) -> Option<State> {
         Look::WordEndUnicode => (Some(Kind::Word), Some(Kind::Other)),
         Look::WordStartHalfUnicode => (Some(Kind::Other), None),
         Look::WordEndHalfUnicode => (None, Some(Kind::Other)),
-        _ => return Some(s),
+        _ => return Ok(Some(s)),
     };
-    if matches!(look, Look::WordUnicode | Look::WordUnicodeNegate) && s.prev.is_none() {
-        // reads_prev made the walk track it; unreachable.
-        return None;
+    if look != Look::WordEndHalfUnicode && s.prev.is_none() {
+        return Err(RewriteError::Untracked);
     }
     if let (Some(w), Some(p)) = (want_prev, s.prev) {
         if w != p {
-            return None;
+            return Ok(None);
         }
     }
     let next = match (s.next, want_next) {
-        (Some(a), Some(b)) if a != b => return None,
+        (Some(a), Some(b)) if a != b => return Ok(None),
         (a, b) => a.or(b),
     };
-    Some(State { prev: s.prev, next })
+    Ok(Some(State { prev: s.prev, next }))
 }
 
 fn kind_of_char(c: char) -> Kind {

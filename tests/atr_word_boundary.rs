@@ -1,0 +1,201 @@
+//! The word-boundary rewrite (`runtime/src/word_boundary.rs`) on every
+//! ATR pattern that has a Unicode word assertion: the rewritten HIR must
+//! match exactly the haystacks the pattern matches.
+//!
+//! The scan runs the rewrite instead of the pattern on any text that is not
+//! all ASCII (the lazy DFA quits on such text for a Unicode `\b`, and the
+//! PikeVM costs microseconds a byte), as an existence check: gate members
+//! and verifiers without a validator. So for each pattern — or, for a
+//! backtracking one, its relaxation (look-arounds dropped, back-references
+//! read as `.*`), which is what the scan rewrites — this compares
+//! `is_match` of the pattern and of the rewrite over:
+//! - the rule's own test and evasion inputs, as written and with non-ASCII
+//!   neighbours (`é`, a word character; `中`, one too; U+3000 and `。`, not
+//!   word characters) around them and in place of their spaces;
+//! - each required literal of the pattern between every pair of those
+//!   neighbours and the ASCII ones (space, `_`, `x`, `1`, nothing).
+//!
+//! A pattern the rewrite declines (`Err`: an assertion inside a long
+//! repetition, a non-ASCII byte class) is left to the exact regex by the
+//! scan, so it is not compared here; the test reports how many there were
+//! and requires that most were rewritten.
+
+use parallax_compiler::ir::AtomKind;
+use parallax_runtime::word_boundary::dfa_hir;
+use regex_automata::meta;
+use serde_yaml::Value;
+use std::collections::{BTreeMap, BTreeSet};
+
+#[path = "support/conformance.rs"]
+mod conformance;
+
+/// Characters put around and inside the texts: word and non-word, ASCII
+/// and not.
+const NEIGHBOURS: &[&str] = &["", " ", "_", "x", "1", "é", "中", "\u{3000}", "。", "-"];
+
+/// Texts longer than this are cut (the exact regex runs the PikeVM on
+/// non-ASCII text, so long texts would only make the test slow).
+const MAX_TEXT: usize = 600;
+
+/// Every string under `test_cases` and `evasion_tests` of an ATR rule.
+fn strings(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::String(s) => out.push(s.clone()),
+        Value::Sequence(s) => s.iter().for_each(|v| strings(v, out)),
+        Value::Mapping(m) => m.values().for_each(|v| strings(v, out)),
+        _ => {}
+    }
+}
+
+/// Rule id → the texts of its own cases.
+fn case_texts(rules: &std::path::Path) -> BTreeMap<String, Vec<String>> {
+    let mut errors = Vec::new();
+    let mut out = BTreeMap::new();
+    for file in parallax_compiler::atr::load_dir(rules, &mut errors) {
+        let Some(id) = file.value.get("id").and_then(Value::as_str) else {
+            continue;
+        };
+        let mut texts = Vec::new();
+        for key in ["test_cases", "evasion_tests"] {
+            if let Some(v) = file.value.get(key) {
+                strings(v, &mut texts);
+            }
+        }
+        out.insert(id.to_string(), texts);
+    }
+    out
+}
+
+fn cut(s: &str) -> &str {
+    let mut end = s.len().min(MAX_TEXT);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+/// The haystacks one pattern is compared on.
+fn haystacks(source: &str, texts: &[String]) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for t in texts {
+        let t = cut(t);
+        out.insert(t.to_string());
+        for n in ["é", "中", "\u{3000}"] {
+            out.insert(format!("{n}{t}{n}"));
+            out.insert(t.replace(' ', n));
+        }
+    }
+    let literals = parallax_compiler::literals::required_literals(source, 1).unwrap_or_default();
+    for lit in literals.iter().take(24) {
+        for a in NEIGHBOURS {
+            for b in NEIGHBOURS {
+                out.insert(format!("{a}{lit}{b}"));
+            }
+        }
+        out.insert(format!("{lit} {lit}"));
+        out.insert(format!("{lit}é{lit}"));
+    }
+    out
+}
+
+#[test]
+fn the_rewrite_matches_where_each_atr_pattern_does() {
+    let Some(corpus) = conformance::corpus("ATR word boundaries", "atr/rules") else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("parallax-atr-wb-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let config = dir.join("parallax.yaml");
+    let fixture = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/atr/parallax.yaml"
+    ))
+    .expect("the ATR fixture");
+    let mut settings: serde_yaml::Value = serde_yaml::from_str(&fixture).expect("YAML");
+    settings["atr_dirs"] = Value::Sequence(vec![corpus.display().to_string().into()]);
+    std::fs::write(&config, serde_yaml::to_string(&settings).expect("YAML")).expect("write");
+    let rules = parallax_compiler::load(&config).expect("the ATR corpus lowers");
+    let _ = std::fs::remove_dir_all(&dir);
+    let texts = case_texts(&corpus);
+
+    // Pattern → the case texts of every rule that uses it.
+    let mut patterns: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for ev in &rules.evaluators {
+        for rule in &ev.rules {
+            let mut atoms = Vec::new();
+            rule.predicate.atoms(&mut atoms);
+            for a in atoms {
+                if let AtomKind::Regex { pattern, .. } = &rules.atoms[a as usize].kind {
+                    let entry = patterns.entry(pattern.clone()).or_default();
+                    entry.extend(texts.get(&rule.id).into_iter().flatten().cloned());
+                }
+            }
+        }
+    }
+
+    let (mut rewritten, mut declined, mut compared) = (0usize, 0usize, 0usize);
+    let mut too_large = 0usize;
+    let mut differences = Vec::new();
+    for (pattern, own) in &patterns {
+        // What the scan rewrites: the pattern, or a backtracking one's
+        // relaxation (runtime/src/scan.rs, `Verifier::any_text`).
+        let source = if regex_automata::util::syntax::parse(pattern).is_ok() {
+            pattern.clone()
+        } else {
+            parallax_compiler::literals::relax_backtracking(pattern)
+        };
+        let hir = match dfa_hir(&source) {
+            Ok(Some(hir)) => hir,
+            Ok(None) => continue,
+            Err(_) => {
+                declined += 1;
+                continue;
+            }
+        };
+        rewritten += 1;
+        let big = || meta::Config::new().nfa_size_limit(Some(64 << 20));
+        let exact = meta::Builder::new()
+            .configure(big())
+            .build(&source)
+            .expect("the pattern compiles");
+        // The scan builds a forward NFA alone for the rewrite; one whose
+        // meta regex (a reverse NFA too) passes the size limit is not
+        // compared here, and the scan falls back to the exact regex if its
+        // own build fails.
+        let Ok(rewrite) = meta::Builder::new().configure(big()).build_from_hir(&hir) else {
+            too_large += 1;
+            continue;
+        };
+        let own: Vec<String> = own.iter().cloned().collect();
+        for hay in haystacks(&source, &own) {
+            compared += 1;
+            if exact.is_match(&hay) != rewrite.is_match(&hay) {
+                differences.push(format!(
+                    "{source:?} on {hay:?}: pattern {}, rewrite {}",
+                    exact.is_match(&hay),
+                    rewrite.is_match(&hay)
+                ));
+            }
+        }
+    }
+    println!(
+        "{rewritten} patterns rewritten ({declined} declined, {too_large} too large to compare), \
+         {compared} haystacks compared, {} differences",
+        differences.len()
+    );
+    assert!(
+        differences.is_empty(),
+        "{} differences, first ones:\n{}",
+        differences.len(),
+        differences
+            .iter()
+            .take(10)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    // The corpus has 1,000 distinct such patterns; a rewrite that
+    // declined them all would make the comparison vacuous.
+    assert!(rewritten >= 900, "only {rewritten} patterns rewritten");
+    assert!(compared > 100_000, "only {compared} haystacks compared");
+}
