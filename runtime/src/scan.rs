@@ -377,29 +377,12 @@ impl FieldScanner {
         for ci in 0..2 {
             keep(self.literal_set(ci).map(|_| ()));
         }
-        let mut gate_built = false;
-        let mut alone: &[usize] = &[];
         if !self.gate_members.is_empty() {
-            gate_built = self.gate().is_ok();
             keep(self.gate().map(|_| ()));
             // Best effort: without it the exact gate serves all text.
-            if let Some(g) = self.gate_any_text() {
-                alone = &g.alone;
-            }
+            self.gate_any_text();
         }
-        for (i, v) in self.verifiers.iter().enumerate() {
-            // A gate member without a validator never runs on its own once
-            // the gate is built (the gate's pass decides it, on any text),
-            // unless the gate for non-ASCII text had to leave it out: its
-            // own regex and check would only cost build time (a second
-            // NFA of the same pattern, the gate having built one).
-            if gate_built
-                && v.validator.is_none()
-                && self.gate_members.binary_search(&i).is_ok()
-                && !alone.contains(&i)
-            {
-                continue;
-            }
+        for v in &self.verifiers {
             keep(v.matcher(&self.field).map(|_| ()));
             v.any_text();
         }
