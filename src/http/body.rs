@@ -18,13 +18,13 @@ use std::time::Duration;
 fn is_json(content_type: Option<&HeaderValue>) -> bool {
     let Some(v) = content_type else { return true };
     let Ok(v) = v.to_str() else { return false };
-    let mime = v
-        .split(';')
-        .next()
-        .unwrap_or_default()
-        .trim()
-        .to_ascii_lowercase();
-    mime == "application/json" || mime.ends_with("+json")
+    // Compared without case rather than lowered into a new `String`.
+    let mime = v.split(';').next().unwrap_or_default().trim().as_bytes();
+    mime.eq_ignore_ascii_case(b"application/json")
+        || mime
+            .len()
+            .checked_sub(5)
+            .is_some_and(|at| mime[at..].eq_ignore_ascii_case(b"+json"))
 }
 
 /// The whole body of a JSON request, or the error response to send.
@@ -78,5 +78,44 @@ pub async fn read_json(
             "unreadable_body",
             format!("could not read the body: {e}"),
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The media-type check as it was (the type lowered into a `String`).
+    fn lowered(v: &str) -> bool {
+        let mime = v
+            .split(';')
+            .next()
+            .unwrap_or_default()
+            .trim()
+            .to_ascii_lowercase();
+        mime == "application/json" || mime.ends_with("+json")
+    }
+
+    #[test]
+    fn is_json_answers_as_the_lowered_comparison() {
+        for v in [
+            "application/json",
+            "Application/JSON; charset=utf-8",
+            " application/json ",
+            "application/problem+json",
+            "APPLICATION/VND.API+JSON;x=1",
+            "+json",
+            "json",
+            "+jso",
+            "",
+            "text/plain",
+            "application/jsonx",
+            "application/json+x",
+            "text/x+JSON ; q=1",
+        ] {
+            let header = HeaderValue::from_str(v).expect("a header value");
+            assert_eq!(is_json(Some(&header)), lowered(v), "{v:?}");
+        }
+        assert!(is_json(None));
     }
 }
