@@ -294,6 +294,8 @@ impl WindowFacts {
     }
 
     /// A row was inserted (or found in a state file).
+    // Negated comparisons on purpose: a NaN compares as SQLite's REAL does.
+    #[allow(clippy::neg_cmp_op_on_partial_ord)]
     pub fn insert(&mut self, r: &FactRow<'_>) {
         let secret = match &self.secret {
             Some(re) => {
@@ -374,6 +376,7 @@ impl WindowFacts {
 
     /// True when `shortcut`'s rule cannot fire on `row` at `now` (the row
     /// already inserted); false means: ask SQLite.
+    #[allow(clippy::neg_cmp_op_on_partial_ord)]
     pub fn cannot_fire(&self, shortcut: Shortcut, row: &EventRow, now: f64) -> bool {
         let Some(f) = row.session_id.as_deref().and_then(|s| self.sessions.get(s)) else {
             // No fact for the session: none of its rows is a tool call, a
@@ -410,6 +413,7 @@ impl WindowFacts {
 /// Of the calls with `ts > edge`, newest first, the first `limit` and
 /// every later one tied with the `limit`-th: how many satisfy `hit`
 /// (counting stops at `enough`).
+#[allow(clippy::neg_cmp_op_on_partial_ord)]
 fn newest_matching(
     calls: &VecDeque<Call>,
     edge: f64,
@@ -417,17 +421,15 @@ fn newest_matching(
     enough: usize,
     hit: impl Fn(&Call) -> bool,
 ) -> usize {
-    let mut taken = 0;
     let mut last = f64::NAN;
     let mut found = 0;
-    for c in calls.iter().rev() {
+    for (taken, c) in calls.iter().rev().enumerate() {
         if !(c.ts > edge) {
             break;
         }
         if taken >= limit && c.ts != last {
             break;
         }
-        taken += 1;
         last = c.ts;
         if hit(c) {
             found += 1;
