@@ -20,6 +20,8 @@ use serde_json::json;
 use serde_yaml::Value;
 use std::collections::{BTreeMap, BTreeSet};
 
+#[path = "support/atr_cases.rs"]
+mod atr_cases;
 #[path = "support/conformance.rs"]
 mod conformance;
 
@@ -36,30 +38,12 @@ fn repeated(unit: &str) -> String {
     s
 }
 
-fn strings(v: &Value, out: &mut Vec<String>) {
-    match v {
-        Value::String(s) => out.push(s.clone()),
-        Value::Sequence(s) => s.iter().for_each(|v| strings(v, out)),
-        Value::Mapping(m) => m.values().for_each(|v| strings(v, out)),
-        _ => {}
-    }
-}
-
 /// Rule id → up to a few `input` texts of its own cases.
 fn case_inputs(rules: &std::path::Path) -> BTreeMap<String, Vec<String>> {
-    let mut errors = Vec::new();
-    let mut out = BTreeMap::new();
-    for file in parallax_compiler::atr::load_dir(rules, &mut errors) {
-        let Some(id) = file.value.get("id").and_then(Value::as_str) else {
-            continue;
-        };
-        let mut texts = Vec::new();
-        if let Some(v) = file.value.get("test_cases") {
-            strings(v, &mut texts);
-        }
+    let mut out = atr_cases::case_texts(rules, &["test_cases"]);
+    for texts in out.values_mut() {
         texts.retain(|t| t.len() > 12 && t.len() < 2_000);
         texts.truncate(4);
-        out.insert(id.to_string(), texts);
     }
     out
 }

@@ -26,6 +26,8 @@ use regex_automata::meta;
 use serde_yaml::Value;
 use std::collections::{BTreeMap, BTreeSet};
 
+#[path = "support/atr_cases.rs"]
+mod atr_cases;
 #[path = "support/conformance.rs"]
 mod conformance;
 
@@ -36,35 +38,6 @@ const NEIGHBOURS: &[&str] = &["", " ", "_", "x", "1", "é", "中", "\u{3000}", "
 /// Texts longer than this are cut (the exact regex runs the PikeVM on
 /// non-ASCII text, so long texts would only make the test slow).
 const MAX_TEXT: usize = 600;
-
-/// Every string under `test_cases` and `evasion_tests` of an ATR rule.
-fn strings(v: &Value, out: &mut Vec<String>) {
-    match v {
-        Value::String(s) => out.push(s.clone()),
-        Value::Sequence(s) => s.iter().for_each(|v| strings(v, out)),
-        Value::Mapping(m) => m.values().for_each(|v| strings(v, out)),
-        _ => {}
-    }
-}
-
-/// Rule id → the texts of its own cases.
-fn case_texts(rules: &std::path::Path) -> BTreeMap<String, Vec<String>> {
-    let mut errors = Vec::new();
-    let mut out = BTreeMap::new();
-    for file in parallax_compiler::atr::load_dir(rules, &mut errors) {
-        let Some(id) = file.value.get("id").and_then(Value::as_str) else {
-            continue;
-        };
-        let mut texts = Vec::new();
-        for key in ["test_cases", "evasion_tests"] {
-            if let Some(v) = file.value.get(key) {
-                strings(v, &mut texts);
-            }
-        }
-        out.insert(id.to_string(), texts);
-    }
-    out
-}
 
 fn cut(s: &str) -> &str {
     let mut end = s.len().min(MAX_TEXT);
@@ -116,7 +89,7 @@ fn the_rewrite_matches_where_each_atr_pattern_does() {
     std::fs::write(&config, serde_yaml::to_string(&settings).expect("YAML")).expect("write");
     let rules = parallax_compiler::load(&config).expect("the ATR corpus lowers");
     let _ = std::fs::remove_dir_all(&dir);
-    let texts = case_texts(&corpus);
+    let texts = atr_cases::case_texts(&corpus, &["test_cases", "evasion_tests"]);
 
     // Pattern → the case texts of every rule that uses it.
     let mut patterns: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();

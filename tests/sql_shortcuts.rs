@@ -200,15 +200,15 @@ fn adversarial(settings: StateSettings, session_rows: u64, seed: u64, steps: usi
         };
         let mut v = rng.pick(&calls).clone();
         // Runs of the same call, so the thresholds are reached.
-        if rng.next() % 3 != 0 {
+        if !rng.next().is_multiple_of(3) {
             v = calls[(i / 40) % calls.len()].clone();
         }
-        v["stage"] = json!(if rng.next() % 5 == 0 {
+        v["stage"] = json!(if rng.next().is_multiple_of(5) {
             "tool.after"
         } else {
             "tool.before"
         });
-        let session = if rng.next() % 2 == 0 {
+        let session = if rng.next().is_multiple_of(2) {
             &sessions[(i / 25) % sessions.len()]
         } else {
             rng.pick(&sessions)
