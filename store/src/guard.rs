@@ -817,17 +817,31 @@ impl<'a> V<'a> {
 /// SQLite's `LIKE` without ESCAPE: `%` any run, `_` one character, ASCII
 /// letters case-insensitively. Backtracks only to the last `%`, so it is
 /// linear in the text times the pattern's length.
+///
+/// When both sides are ASCII a character is a byte, so the bytes are
+/// matched in place; otherwise both are decoded to characters first (one
+/// `_` is one character, not one byte). The routing of every judged event
+/// runs this over its fields: decoding both sides into two `Vec<char>` per
+/// call was 14.2 M of `rules_for`'s 22.3 M instructions on 3,000 mix
+/// events (callgrind, MAIN's profile, 2026-12-02).
 fn like(pattern: &str, text: &str) -> bool {
+    if pattern.is_ascii() && text.is_ascii() {
+        return wildcard(pattern.as_bytes(), text.as_bytes(), b'%', b'_');
+    }
     let p: Vec<char> = pattern.chars().collect();
     let t: Vec<char> = text.chars().collect();
-    let eq = |a: char, b: char| a.eq_ignore_ascii_case(&b);
+    wildcard(&p, &t, '%', '_')
+}
+
+/// The `LIKE` walk over units (bytes of ASCII text, or characters).
+fn wildcard<U: Copy + PartialEq + CaseFold>(p: &[U], t: &[U], any: U, one: U) -> bool {
     let (mut pi, mut ti) = (0, 0);
     let mut star: Option<(usize, usize)> = None;
     while ti < t.len() {
-        if pi < p.len() && p[pi] == '%' {
+        if pi < p.len() && p[pi] == any {
             star = Some((pi, ti));
             pi += 1;
-        } else if pi < p.len() && (p[pi] == '_' || eq(p[pi], t[ti])) {
+        } else if pi < p.len() && (p[pi] == one || p[pi].same_letter(t[ti])) {
             pi += 1;
             ti += 1;
         } else if let Some((sp, st)) = star {
@@ -838,7 +852,24 @@ fn like(pattern: &str, text: &str) -> bool {
             return false;
         }
     }
-    p[pi..].iter().all(|&c| c == '%')
+    p[pi..].iter().all(|&c| c == any)
+}
+
+/// Equal but for the case of ASCII letters (SQLite's default `LIKE`).
+trait CaseFold {
+    fn same_letter(self, other: Self) -> bool;
+}
+
+impl CaseFold for u8 {
+    fn same_letter(self, other: u8) -> bool {
+        self.eq_ignore_ascii_case(&other)
+    }
+}
+
+impl CaseFold for char {
+    fn same_letter(self, other: char) -> bool {
+        self.eq_ignore_ascii_case(&other)
+    }
 }
 
 impl Guard {
@@ -1180,5 +1211,37 @@ mod tests {
         assert!(like("%", ""));
         assert!(!like("%a", "b"));
         assert!(like("%a%b%", "xxaxxbxx"));
+    }
+
+    /// The in-place walk over ASCII bytes gives the character walk's
+    /// answer on every pair of short texts over an alphabet with both
+    /// wildcards, letters of both cases and a space.
+    #[test]
+    fn the_byte_walk_is_the_character_walk_on_ascii() {
+        let alphabet = ['%', '_', 'a', 'A', 'b', 'c', ' '];
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let mut word = |n: u64| -> String {
+            let len = (next() % n) as usize;
+            (0..len)
+                .map(|_| alphabet[(next() % alphabet.len() as u64) as usize])
+                .collect()
+        };
+        let mut hits = 0;
+        for _ in 0..20_000 {
+            let (p, t) = (word(7), word(12));
+            let pc: Vec<char> = p.chars().collect();
+            let tc: Vec<char> = t.chars().collect();
+            let by_char = wildcard(&pc, &tc, '%', '_');
+            assert_eq!(like(&p, &t), by_char, "{p:?} LIKE {t:?}");
+            hits += usize::from(by_char);
+        }
+        // Both answers occur often enough for the comparison to mean something.
+        assert!(hits > 1_000 && hits < 19_000, "{hits}");
     }
 }
