@@ -28,12 +28,14 @@
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
 use parallax::backend;
-use parallax_runtime::{Engine, Event, FieldRef, LiteralTarget, PreparedEvent, Report};
+use parallax_runtime::{Engine, Event, FieldRef, PreparedEvent, Report};
 use serde_json::{json, Value};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+#[path = "support/atom_literals.rs"]
+mod atom_literals;
 #[path = "support/budgets.rs"]
 mod budgets;
 #[path = "../tests/support/conformance.rs"]
@@ -157,18 +159,7 @@ fn text_of(case: &Case, bytes: usize) -> String {
 fn cases(engine: &Engine) -> Vec<Case> {
     let program = engine.program();
     // Per atom: the literals that point at it.
-    let mut literals: BTreeMap<u32, Vec<String>> = BTreeMap::new();
-    for plan in &program.fields {
-        for lit in &plan.literals {
-            for t in &lit.targets {
-                let atom = match *t {
-                    LiteralTarget::Atom(a) => a,
-                    LiteralTarget::Verifier(v) => plan.verifiers[v as usize].atom,
-                };
-                literals.entry(atom).or_default().push(lit.text.clone());
-            }
-        }
-    }
+    let literals = atom_literals::literals_by_atom(program);
     let mut seen = HashSet::new();
     let mut out = Vec::new();
     for rule in &program.rules {

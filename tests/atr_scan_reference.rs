@@ -14,12 +14,14 @@
 //! tests/atr_conformance.rs.
 
 use parallax::backend;
-use parallax_runtime::{Engine, Event, LiteralTarget, PreparedEvent, Stage};
+use parallax_runtime::{Engine, Event, PreparedEvent, Stage};
 use regex_automata::meta;
 use serde_json::json;
 use serde_yaml::Value;
 use std::collections::{BTreeMap, BTreeSet};
 
+#[path = "../benches/support/atom_literals.rs"]
+mod atom_literals;
 #[path = "support/atr_cases.rs"]
 mod atr_cases;
 #[path = "support/conformance.rs"]
@@ -75,18 +77,7 @@ fn atr_scan_agrees_with_each_atoms_default_regex() {
     let cases = case_inputs(&corpus);
 
     // Per atom, the literals that point at it (as the pathological bench).
-    let mut literals: BTreeMap<u32, Vec<String>> = BTreeMap::new();
-    for plan in &p.fields {
-        for lit in &plan.literals {
-            for t in &lit.targets {
-                let atom = match *t {
-                    LiteralTarget::Atom(a) => a,
-                    LiteralTarget::Verifier(v) => plan.verifiers[v as usize].atom,
-                };
-                literals.entry(atom).or_default().push(lit.text.clone());
-            }
-        }
-    }
+    let literals = atom_literals::literals_by_atom(p);
     let mut texts = BTreeSet::new();
     for rule in &p.rules {
         let mut atoms = Vec::new();
