@@ -14,10 +14,11 @@ use crate::predicate::{CompiledPredicate, Predicate, PredicateInput};
 use crate::prepared::PreparedEvent;
 use crate::program::Program;
 use crate::scan::{FieldScanner, ScanBuildError, ShardDfa};
+use crate::shared_builds::SharedBuilds;
 use crate::stage::Stage;
 use crate::tally::Tally;
 use regex_automata::meta;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 /// Which implementation of the rules is running.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,6 +73,9 @@ pub struct Engine {
     /// Per atom, built on first use: finds match spans for the `match`
     /// field and for redaction (the slow path, run only on atoms that hit).
     span_regexes: Vec<OnceLock<Option<meta::Regex>>>,
+    /// Regexes the scanners and span finding build once between them (a
+    /// verifier's regex is the same as its atom's span regex).
+    shared: Arc<SharedBuilds>,
     /// The program's CEL expressions, ready to interpret.
     cel: CelRuntime,
     /// Per atom, the rules that can only hold when one of their atoms hit
@@ -275,6 +279,7 @@ impl Engine {
         }
         let mut scanners = Vec::with_capacity(program.fields.len());
         let mut verifier_base = 0;
+        let shared = Arc::new(SharedBuilds::default());
         for (plan, shard_dfas) in program.fields.iter().zip(dfas) {
             let s = FieldScanner::new(
                 plan,
@@ -284,6 +289,7 @@ impl Engine {
                     (atom.pattern.clone(), atom.validator)
                 },
                 verifier_base,
+                shared.clone(),
             )?;
             verifier_base += s.verifiers.len();
             scanners.push(s);
@@ -314,6 +320,7 @@ impl Engine {
             backend,
             stages,
             span_regexes,
+            shared,
             atom_rules,
             always_rules,
         })
@@ -515,7 +522,9 @@ impl Engine {
     pub fn span_regex(&self, atom: u32) -> Option<&meta::Regex> {
         self.span_regexes[atom as usize]
             .get_or_init(|| {
-                crate::scan::linear_regex(&self.program.atoms[atom as usize].pattern).ok()
+                self.shared
+                    .linear(&self.program.atoms[atom as usize].pattern)
+                    .ok()
             })
             .as_ref()
     }

@@ -26,6 +26,7 @@ pub mod redact;
 pub mod report;
 pub mod scan;
 pub mod settings;
+pub mod shared_builds;
 pub mod shell;
 pub mod stage;
 pub mod tally;

@@ -11,6 +11,7 @@
 use crate::bitset::BitSet;
 use crate::deadline::Deadline;
 use crate::program::{FieldPlan, LiteralTarget};
+use crate::shared_builds::SharedBuilds;
 use crate::validator::Validator;
 use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 use regex_automata::dfa::{dense, Automaton};
@@ -19,7 +20,7 @@ use regex_automata::nfa::thompson::{self, WhichCaptures};
 use regex_automata::util::pool::Pool;
 use regex_automata::{meta, Input, MatchKind as RegexMatchKind, PatternSet};
 use regex_syntax::hir::Hir;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 /// A DFA shard: borrowed from the binary (baked) or built at start-up.
 pub enum ShardDfa {
@@ -130,7 +131,8 @@ struct Gate {
 /// for that (see [`FieldScanner::gate_any_text`]).
 #[derive(Default)]
 pub struct GateScratch {
-    ascii: Option<(meta::Cache, PatternSet)>,
+    exact: Option<(meta::Cache, PatternSet)>,
+    dfa: Option<(lazy::Cache, PatternSet)>,
     any_text: Option<(lazy::Cache, PatternSet)>,
 }
 
@@ -189,6 +191,12 @@ pub(crate) struct FieldScanner {
     /// instead of one pass each (benign text usually matches none).
     /// Empty: no gate (see [`Gate::members`] for which pattern is which).
     gate_members: Vec<usize>,
+    /// The gate as a forward lazy DFA alone (see [`FieldScanner::gate_dfa`]);
+    /// `None` when it cannot be built (then [`FieldScanner::gate`] serves
+    /// all text).
+    gate_dfa: OnceLock<Option<lazy::DFA>>,
+    /// The gate as an exact meta regex: built only for text the DFA gate
+    /// cannot read (see [`FieldScanner::gate_pass`]).
     gate: Lazy<Gate>,
     /// The gate for text that is not all ASCII, when a member has a Unicode
     /// word boundary (`None`: the gate above serves all text).
@@ -196,6 +204,8 @@ pub(crate) struct FieldScanner {
     /// Index of this field's first verifier in the engine-wide numbering
     /// (candidate bits and regex caches in [`crate::engine::Scratch`]).
     pub verifier_base: usize,
+    /// Regexes built once for every field that needs them.
+    shared: Arc<SharedBuilds>,
 }
 
 /// One literal of an automaton: its text and what a hit on it means.
@@ -230,7 +240,7 @@ pub enum ScanBuildError {
 
 impl Verifier {
     /// The verifier's matcher, built on first use.
-    fn matcher(&self, field: &str) -> Result<&Matcher, &ScanBuildError> {
+    fn matcher(&self, field: &str, shared: &SharedBuilds) -> Result<&Matcher, &ScanBuildError> {
         self.matcher
             .get_or_init(|| {
                 if self.backtrack {
@@ -239,7 +249,7 @@ impl Verifier {
                         .build()
                         .map(|r| Matcher::Backtrack {
                             re: Box::new(r),
-                            gate: self.relaxed.as_deref().and_then(|p| linear_regex(p).ok()),
+                            gate: self.relaxed.as_deref().and_then(|p| shared.linear(p).ok()),
                         })
                         .map_err(|e| ScanBuildError::Backtrack {
                             field: field.to_string(),
@@ -248,12 +258,13 @@ impl Verifier {
                         })
                 } else {
                     // A validator reads each match's text: the exact spans.
-                    linear_regex(&self.pattern)
+                    shared
+                        .linear(&self.pattern)
                         .map(Matcher::Linear)
-                        .map_err(|e| ScanBuildError::Verifier {
+                        .map_err(|message| ScanBuildError::Verifier {
                             field: field.to_string(),
                             atom: self.atom,
-                            message: e.to_string(),
+                            message,
                         })
                 }
             })
@@ -293,6 +304,7 @@ impl FieldScanner {
         dfas: Vec<ShardDfa>,
         atom_spec: impl Fn(u32) -> (String, Option<Validator>),
         verifier_base: usize,
+        shared: Arc<SharedBuilds>,
     ) -> Result<FieldScanner, ScanBuildError> {
         let field = plan.field.name();
         if dfas.len() != plan.shards.len() {
@@ -344,6 +356,10 @@ impl FieldScanner {
             .map(|(i, _)| i)
             .partition(|&i| !verifiers[i].backtrack);
         let gate_members = if gated.len() > 1 {
+            // In pattern order, so that fields with the same members (command
+            // and shell) ask for the same gate (see SharedBuilds).
+            let mut gated = gated;
+            gated.sort_by(|&a, &b| verifiers[a].pattern.cmp(&verifiers[b].pattern));
             gated
         } else {
             // One linear verifier alone is its own gate.
@@ -358,9 +374,11 @@ impl FieldScanner {
             verifiers,
             unfiltered,
             gate_members,
+            gate_dfa: OnceLock::new(),
             gate: OnceLock::new(),
             gate_any_text: OnceLock::new(),
             verifier_base,
+            shared,
         })
     }
 
@@ -379,11 +397,13 @@ impl FieldScanner {
         }
         if !self.gate_members.is_empty() {
             keep(self.gate().map(|_| ()));
+            // Best effort, as the exact gate serves all text without it.
+            self.gate_dfa();
             // Best effort: without it the exact gate serves all text.
             self.gate_any_text();
         }
         for v in &self.verifiers {
-            keep(v.matcher(&self.field).map(|_| ()));
+            keep(v.matcher(&self.field, &self.shared).map(|_| ()));
             v.any_text();
         }
         first.map_or(Ok(()), Err)
@@ -416,8 +436,34 @@ impl FieldScanner {
             .map(Option::as_ref)
     }
 
-    /// The gate, built on first use (only called when it has members).
-    /// Exact on all text, and in the lazy DFA on ASCII text.
+    /// The gate as a forward lazy DFA, built on first use (only called when
+    /// it has members); `None` when it cannot be built.
+    ///
+    /// A gate only asks which members match anywhere, which one forward
+    /// pass answers. The meta regex ([`FieldScanner::gate`]) also compiles a
+    /// reverse NFA, capture states, prefilters and a one-pass DFA for every
+    /// gate, none of which that question uses: building the shipped rules'
+    /// gates that way was 257 M of the 485 M instructions `parallax eval`
+    /// spent building scanners on the first 3,000 events of the mix.
+    /// Unicode word boundaries run heuristically (exact on ASCII; the DFA
+    /// stops at the first non-ASCII byte and the exact gate takes over).
+    /// Like [`AnyText`], it never gives up on a thrashing cache: it clears
+    /// it and goes on, linear if slower.
+    fn gate_dfa(&self) -> Option<&lazy::DFA> {
+        self.gate_dfa
+            .get_or_init(|| {
+                let patterns: Vec<&str> = self
+                    .gate_members
+                    .iter()
+                    .map(|&i| self.verifiers[i].pattern.as_str())
+                    .collect();
+                self.shared.gate(&patterns)
+            })
+            .as_ref()
+    }
+
+    /// The exact gate, built on first use (only called when it has members):
+    /// for text the DFA gate cannot read, or when it cannot be built.
     fn gate(&self) -> Result<&Gate, &ScanBuildError> {
         self.gate
             .get_or_init(|| {
@@ -558,71 +604,14 @@ impl FieldScanner {
                 );
             }
         }
-        let any_gate = if ascii || self.gate_members.is_empty() {
-            None
-        } else {
-            self.gate_any_text()
-        };
-        let mut gated = false;
-        if let Some(gate) = any_gate {
+        if !self.gate_members.is_empty() {
             let g = gate_scratch.get_or_insert_with(GateScratch::default);
-            let (cache, found) = g.any_text.get_or_insert_with(|| {
-                (
-                    gate.set.dfa.create_cache(),
-                    PatternSet::new(gate.set.dfa.pattern_len()),
-                )
-            });
-            found.clear();
-            let input = Input::new(bytes);
-            // An error (never expected: see AnyText) leaves the exact gate
-            // to run below.
-            if gate
-                .set
-                .dfa
-                .try_which_overlapping_matches(cache, &input, found)
-                .is_ok()
-            {
-                gated = true;
-                self.gate_found(
-                    &gate.members,
-                    &gate.alone,
-                    found,
-                    hay,
-                    ascii,
-                    hits,
-                    caches,
-                    relevant,
-                    deadline,
-                );
-            }
-        }
-        if !self.gate_members.is_empty() && !gated {
-            match self.gate() {
-                Ok(gate) => {
-                    let g = gate_scratch.get_or_insert_with(GateScratch::default);
-                    let (cache, found) = g.ascii.get_or_insert_with(|| {
-                        (
-                            gate.set.create_cache(),
-                            PatternSet::new(gate.set.pattern_len()),
-                        )
-                    });
-                    found.clear();
-                    gate.set
-                        .which_overlapping_matches_with(cache, &Input::new(bytes), found);
-                    self.gate_found(
-                        &gate.members,
-                        &gate.alone,
-                        found,
-                        hay,
-                        ascii,
-                        hits,
-                        caches,
-                        relevant,
-                        deadline,
-                    );
-                }
-                // Without the gate its members run one by one.
-                Err(_) => {
+            match self.gate_pass(bytes, ascii, g) {
+                Some((members, alone, found)) => self.gate_found(
+                    members, alone, found, hay, ascii, hits, caches, relevant, deadline,
+                ),
+                // No gate could be built: its members run one by one.
+                None => {
                     for &i in &self.gate_members {
                         if wanted(&self.verifiers[i]) && !deadline.passed() {
                             self.verify(i, hay, ascii, hits, caches, deadline);
@@ -639,6 +628,71 @@ impl FieldScanner {
                 self.verify(i, hay, ascii, hits, caches, deadline);
             }
         }
+    }
+
+    /// One pass of the field's gate over `bytes`: the set of members that
+    /// match, which member each pattern of the set is, and the members the
+    /// set left out (they run alone). Tries, in order, the gate for
+    /// non-ASCII text (only on such text, when the field has one), the
+    /// forward DFA gate, then the exact gate; each passes on what it cannot
+    /// read. `None`: no gate could be built, so the caller runs the members
+    /// one by one.
+    fn gate_pass<'s>(
+        &'s self,
+        bytes: &[u8],
+        ascii: bool,
+        g: &'s mut GateScratch,
+    ) -> Option<(&'s [usize], &'s [usize], &'s PatternSet)> {
+        let GateScratch {
+            exact,
+            dfa,
+            any_text,
+        } = g;
+        let input = Input::new(bytes);
+        // Built on the first such text only.
+        if let Some(gate) = (!ascii).then(|| self.gate_any_text()).flatten() {
+            let (cache, found) = any_text.get_or_insert_with(|| {
+                (
+                    gate.set.dfa.create_cache(),
+                    PatternSet::new(gate.set.dfa.pattern_len()),
+                )
+            });
+            found.clear();
+            // An error (never expected: see AnyText) leaves the gates below
+            // to run.
+            if gate
+                .set
+                .dfa
+                .try_which_overlapping_matches(cache, &input, found)
+                .is_ok()
+            {
+                return Some((&gate.members, &gate.alone, found));
+            }
+        }
+        if let Some(gate) = self.gate_dfa() {
+            let (cache, found) = dfa
+                .get_or_insert_with(|| (gate.create_cache(), PatternSet::new(gate.pattern_len())));
+            found.clear();
+            // An error: a Unicode word boundary met a non-ASCII byte (the
+            // DFA's quit bytes); the exact gate reads such text.
+            if gate
+                .try_which_overlapping_matches(cache, &input, found)
+                .is_ok()
+            {
+                return Some((&self.gate_members, &[], found));
+            }
+        }
+        let gate = self.gate().ok()?;
+        let (cache, found) = exact.get_or_insert_with(|| {
+            (
+                gate.set.create_cache(),
+                PatternSet::new(gate.set.pattern_len()),
+            )
+        });
+        found.clear();
+        gate.set
+            .which_overlapping_matches_with(cache, &input, found);
+        Some((&gate.members, &gate.alone, found))
     }
 
     /// What a gate's pass found: each member it proved matches is a hit
@@ -703,7 +757,7 @@ impl FieldScanner {
             return;
         }
         let slot = self.verifier_base + i;
-        let found = match (v.matcher(&self.field), v.validator) {
+        let found = match (v.matcher(&self.field, &self.shared), v.validator) {
             // Not buildable (the compiler rules this out): fail closed.
             (Err(_), _) => true,
             (Ok(Matcher::Linear(re)), None) => {
@@ -875,6 +929,28 @@ fn gate_builder() -> meta::Builder {
             .hybrid_cache_capacity(GATE_DFA_CACHE),
     );
     b
+}
+
+/// A gate's member patterns as one forward lazy DFA (see
+/// [`FieldScanner::gate_dfa`]); `None` when it cannot be built.
+pub(crate) fn dfa_gate(patterns: &[&str]) -> Option<lazy::DFA> {
+    let nfa = thompson::Compiler::new()
+        .configure(
+            thompson::Config::new()
+                .nfa_size_limit(Some(NFA_SIZE_LIMIT))
+                .which_captures(WhichCaptures::None),
+        )
+        .build_many(patterns)
+        .ok()?;
+    lazy::Builder::new()
+        .configure(
+            lazy::Config::new()
+                .match_kind(RegexMatchKind::All)
+                .unicode_word_boundary(true)
+                .cache_capacity(GATE_DFA_CACHE),
+        )
+        .build_from_nfa(nfa)
+        .ok()
 }
 
 /// A linear-time regex for verification and span finding.
