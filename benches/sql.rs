@@ -32,6 +32,15 @@
 //! what. `-- mix` runs it alone (also what callgrind is pointed at:
 //! `PARALLAX_SQL_MIX=3000` sets the number of events).
 //!
+//! `cap`: the `store/*` benches' state (the store at its cap of 100,000
+//! rows, 1,000 sessions) and their events with the guards applied, as
+//! `process_guarded` sends them, replayed with each step timed as in
+//! `mix`; then the routing (`SqlRouting::rules_for`) of the same events
+//! alone. `-- cap` runs it alone; `PARALLAX_SQL_CAP` sets the number of
+//! events (default 20,000). For callgrind, `--toggle-collect=*cap_run*`
+//! counts the store's work on them and `--toggle-collect=*cap_route*`
+//! the routing's.
+//!
 //! Run: `cargo bench --bench sql` (`-- hot_session` for those alone).
 
 #[path = "support/budgets.rs"]
@@ -529,8 +538,99 @@ fn mix_profile(program: &Program) {
     }
 }
 
+/// The store's work on `requests`, one after another, 10 ms apart, in
+/// transactions of 256 events as the store's thread commits them under
+/// steady traffic (group commit, `parallax_store::service`).
+#[inline(never)]
+fn cap_run(store: &mut Store, clock: &ManualClock, requests: &[StoreRequest], n: usize) -> usize {
+    let mut hits = 0;
+    for i in 0..n {
+        if i % 256 == 0 {
+            store.begin_batch();
+        }
+        clock.advance(0.01);
+        hits += store
+            .process(&requests[i % requests.len()])
+            .expect("process")
+            .len();
+        if i % 256 == 255 {
+            store.end_batch();
+        }
+    }
+    store.end_batch();
+    hits
+}
+
+/// The routing of `rows` (what the decision service runs per judged event
+/// before anything reaches the store).
+#[inline(never)]
+fn cap_route(routing: &SqlRouting, rows: &[EventRow], n: usize) -> usize {
+    (0..n)
+        .filter(|i| {
+            routing
+                .rules_for(black_box(&rows[i % rows.len()]))
+                .is_some()
+        })
+        .count()
+}
+
+/// See the module doc (`cap`).
+fn cap_profile(program: &Program) {
+    let n: usize = std::env::var("PARALLAX_SQL_CAP")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20_000);
+    let routing = SqlRouting::of(program);
+    let requests: Vec<StoreRequest> = (0..4096)
+        .map(|i| {
+            let mut r = request(i % SESSIONS, i);
+            r.rules = routing.rules_for(&r.row);
+            r.run_rules = r.rules.is_some();
+            r
+        })
+        .collect();
+    let clock = ManualClock::new(0.0);
+    let mut store = full_store(program, &clock);
+    store.set_profiling(true);
+    let queries = store.queries_run();
+    let started = Instant::now();
+    let hits = cap_run(&mut store, &clock, &requests, n);
+    let wall = started.elapsed().as_secs_f64();
+    let p = store.profile().expect("profiling").clone();
+    let per = |ns: u64| fmt_ns(ns as f64 / n.max(1) as f64);
+    println!(
+        "\nstore at its cap ({ROWS} rows), {n} events: {hits} SQL hits, {:.2} rule queries \
+         an event; {:.1} ms, {} per event",
+        (store.queries_run() - queries) as f64 / n.max(1) as f64,
+        wall * 1e3,
+        fmt_ns(wall * 1e9 / n.max(1) as f64)
+    );
+    println!("  insert: {} per event", per(p.insert_ns));
+    println!("  bounds: {} per event", per(p.bounds_ns));
+    for (id, runs, ns) in &p.rules {
+        println!(
+            "  {id:<30} {runs:>6} runs, {:>10} per run, {:>10} per event",
+            fmt_ns(*ns as f64 / (*runs).max(1) as f64),
+            per(*ns)
+        );
+    }
+    let rows: Vec<EventRow> = requests.iter().map(|r| r.row.clone()).collect();
+    let started = Instant::now();
+    let judged = cap_route(&routing, &rows, n);
+    println!(
+        "  routing (rules_for): {} per event ({judged} of {n} judged)",
+        fmt_ns(started.elapsed().as_nanos() as f64 / n.max(1) as f64)
+    );
+    assert_eq!(store.row_count().expect("count"), ROWS, "the cap held");
+}
+
 fn main() {
     let budgets = Budgets::load();
+    if std::env::args().any(|a| a == "cap") {
+        let program = baked::engine().expect("baked engine").program().clone();
+        cap_profile(&program);
+        return;
+    }
     if std::env::args().any(|a| a == "mix") {
         let program = baked::engine().expect("baked engine").program().clone();
         mix_profile(&program);
