@@ -6,8 +6,10 @@
 //! each rule's threshold (identical calls, one tool at a machine pace,
 //! blocks, secret reads then egress) with equal timestamps, the clock going
 //! back, window edges, and rows leaving through retention, the row cap and
-//! the session budget. Also: the shipped rules recognised are the four
-//! expected and no other.
+//! the session budget. Also: the shipped rules recognised are the seven
+//! expected and no other, and the lockout's answer from the facts is
+//! SQLite's when a session holds more blocks than its walk takes, tied
+//! across the walk's end or not.
 
 #[path = "../benches/support/mix.rs"]
 mod mix;
@@ -32,7 +34,7 @@ fn program() -> Program {
 }
 
 #[test]
-fn the_shipped_rules_recognised_are_the_four() {
+fn the_shipped_rules_recognised_are_the_seven() {
     let program = program();
     let found: Vec<(String, Shortcut)> = program
         .sql
@@ -47,6 +49,9 @@ fn the_shipped_rules_recognised_are_the_four() {
         ("sql-blocked-retry-lockout", Shortcut::Blocks),
         ("sql-secret-read-then-egress", Shortcut::SecretRead),
         ("sql-tool-pace-per-tool", Shortcut::SameTool),
+        ("sql-endpoint-hammering", Shortcut::SameUrl15),
+        ("sql-endpoint-runaway", Shortcut::SameUrl61),
+        ("sql-sequential-page-scrape", Shortcut::Pages),
     ];
     let mut found_sorted = found.clone();
     found_sorted.sort_by(|a, b| a.0.cmp(&b.0));
@@ -90,6 +95,16 @@ impl Trio {
         assert_eq!(self.checked.wrong_skips(), 0, "{what}: {:?}", req.row);
         for h in want {
             *self.fired.entry(h.id).or_default() += 1;
+        }
+    }
+
+    /// Records a row in the three stores without judging it (how a
+    /// blocked event arrives).
+    fn record(&mut self, req: &StoreRequest) {
+        let now = req.now.expect("a clock");
+        for s in [&mut self.off, &mut self.checked, &mut self.on] {
+            s.record(&req.row, now, req.action, &req.rule_ids)
+                .expect("record");
         }
     }
 
@@ -214,13 +229,31 @@ fn adversarial(settings: StateSettings, session_rows: u64, seed: u64, steps: usi
             rng.pick(&sessions)
         };
         // Every 500 steps, a burst of 60 calls of one tool in one session,
-        // with varying arguments (one tool at a machine pace).
-        let session = if i % 500 < 60 {
-            v = json!({"stage": "tool.before", "tool_name": "Grep",
-                       "tool_args": {"pattern": format!("p{}", i % 7)}});
-            &Some("a")
-        } else {
-            session
+        // with varying arguments (one tool at a machine pace); a burst of
+        // 80 fetches of one URL (hammering, then the runaway level, the
+        // URL now and then with a digit changed); and 40 numbered pages.
+        let session = match i % 500 {
+            0..60 => {
+                v = json!({"stage": "tool.before", "tool_name": "Grep",
+                           "tool_args": {"pattern": format!("p{}", i % 7)}});
+                &Some("a")
+            }
+            200..280 => {
+                let url = if i % 9 == 0 {
+                    format!("https://api.example.com/poll/{}", i % 4)
+                } else {
+                    "https://api.example.com/poll/1".to_string()
+                };
+                v = json!({"stage": "tool.before", "tool_name": "WebFetch",
+                           "tool_args": {"url": url}});
+                &Some("b")
+            }
+            300..340 => {
+                v = json!({"stage": "tool.before", "tool_name": "WebFetch",
+                           "tool_args": {"url": format!("https://shop.example.com/cat?page={}", i % 37)}});
+                &Some("c")
+            }
+            _ => session,
         };
         if let Some(s) = session {
             v["session_id"] = json!(s);
@@ -252,6 +285,9 @@ fn adversarial_sessions_get_the_same_hits_through_every_bound() {
         "sql-tool-pace-per-tool",
         "sql-blocked-retry-lockout",
         "sql-secret-read-then-egress",
+        "sql-endpoint-hammering",
+        "sql-endpoint-runaway",
+        "sql-sequential-page-scrape",
     ] {
         assert!(
             trio.fired.get(id).copied().unwrap_or(0) > 0,
@@ -330,4 +366,64 @@ fn a_state_file_brings_its_facts() {
     assert_eq!(store.wrong_skips(), 0);
     drop(store);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// More blocks in the lockout's window than its walk takes (1,000): the
+/// answer from the facts must be SQLite's whether the 1,000th and the
+/// 1,001st are tied or not, with counted blocks (another rule's) above,
+/// inside and below the tie, and blocks only the lockout made.
+#[test]
+fn the_lockout_past_its_walk_is_sqlites_answer() {
+    let program = program();
+    let wide = StateSettings {
+        path: None,
+        retention_seconds: 1_000_000,
+        max_rows: 1_000_000,
+    };
+    let dangerous = json!({"stage": "tool.before", "session_id": "t", "tool_name": "Bash",
+                           "tool_args": {"command": "ls -la"}});
+    let result = json!({"stage": "tool.after", "session_id": "t", "tool_name": "Bash",
+                        "tool_result": "ok"});
+    // Each layout: runs of blocks (how many, seconds between them, counted
+    // or only the lockout's), oldest first.
+    let layouts: [&[(usize, f64, bool)]; 9] = [
+        &[(1_005, 0.0, false)],
+        &[(1_005, 0.0, false), (2, 0.0, true)],
+        &[(998, 0.0, false), (5, 0.0, true)],
+        &[(1_000, 0.0, false), (2, 0.01, true)],
+        &[(1_000, 0.0, false), (3, 0.01, true)],
+        &[(1_001, 0.0, false), (1, 0.0, true), (2, 0.01, true)],
+        &[(1_200, 0.001, false), (2, 0.001, true)],
+        &[(1_200, 0.001, false), (3, 0.001, true)],
+        &[(2, 0.001, true), (1_100, 0.001, false), (1, 0.0, true)],
+    ];
+    let mut fired = 0;
+    for (n, layout) in layouts.into_iter().enumerate() {
+        let mut trio = Trio::new(&program, &wide, 1_000_000);
+        let mut now = T0;
+        let what = format!("layout {n}");
+        for &(count, every, counted) in layout {
+            let ids: &[&str] = if counted {
+                &["dangerous-rm"]
+            } else {
+                &["sql-blocked-retry-lockout"]
+            };
+            for _ in 0..count {
+                now += every;
+                trio.record(&request(result.clone(), now, Action::Block, ids));
+            }
+        }
+        // Dangerous calls, each judged, as the window fills and ages.
+        for step in [0.0, 0.0, 1.0, 598.0, 0.5, 0.5, 2.0] {
+            now += step;
+            trio.process(&request(dangerous.clone(), now, Action::Allow, &[]), &what);
+        }
+        fired += trio
+            .fired
+            .get("sql-blocked-retry-lockout")
+            .copied()
+            .unwrap_or(0);
+        trio.finish(&what);
+    }
+    assert!(fired > 0, "the lockout fired in some layout");
 }

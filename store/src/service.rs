@@ -187,7 +187,21 @@ impl PendingHits {
 fn run(store: &mut Store, job: Job) {
     match job {
         Job::Process(req, Some(reply)) => {
-            let _ = reply.send(store.process(&req));
+            // The caller has its answer before the row is written: when
+            // every rule was answered beside SQLite the insert and the
+            // bounds (at the row cap, nearly all of an event's cost) are
+            // done after the reply, still before the next job.
+            match store.judge(&req) {
+                Ok((hits, rest)) => {
+                    let _ = reply.send(Ok(hits));
+                    if let Err(e) = store.write(&req, rest) {
+                        tracing::error!(error = %e, "cannot record an event in the side-store");
+                    }
+                }
+                Err(e) => {
+                    let _ = reply.send(Err(e));
+                }
+            }
         }
         Job::Process(req, None) => {
             if let Err(e) = store.process(&req) {

@@ -73,7 +73,7 @@ pub struct Store {
     /// See [`DEFAULT_SESSION_ROWS`].
     session_rows: u64,
     /// Rows each session holds now, kept in step with every insert and
-    /// delete (`DELETE … RETURNING session_id`), so enforcing the session
+    /// delete (each deleted row is read first), so enforcing the session
     /// budget costs a map lookup, not a count over the session's rows.
     /// Events without a session are not counted: no session rule can see
     /// them, and the global cap bounds them.
@@ -118,6 +118,16 @@ pub struct Profile {
     pub rules: Vec<(String, u64, u64)>,
 }
 
+/// What [`Store::judge`] leaves for [`Store::write`]: the clock it judged
+/// at, whether the row is in the table already, and its final verdict.
+#[derive(Debug)]
+pub struct Unwritten {
+    now: f64,
+    inserted: bool,
+    action: Action,
+    rule_ids: String,
+}
+
 impl Store {
     /// Opens the store for `program`'s SQL rules (in memory, or the state
     /// file of `settings`).
@@ -157,21 +167,10 @@ impl Store {
         };
         schema::init(&conn).map_err(StoreError::Schema)?;
         // A state file brings its window: count what each session holds.
-        let mut per_session = HashMap::new();
+        let per_session = per_session_of(&conn)?;
         let tool_calls = tool_calls_of(&conn)?;
         let rows: i64 = conn.query_row("SELECT count(*) FROM events", [], |r| r.get(0))?;
         let rows = rows.max(0) as u64;
-        {
-            let mut stmt = conn.prepare(
-                "SELECT session_id, count(*) FROM events WHERE session_id IS NOT NULL \
-                 GROUP BY session_id",
-            )?;
-            let mut rows = stmt.query([])?;
-            while let Some(r) = rows.next()? {
-                let n: i64 = r.get(1)?;
-                per_session.insert(r.get::<_, String>(0)?, n.max(0) as u64);
-            }
-        }
         Ok(Store {
             conn,
             rules: Vec::new(),
@@ -222,7 +221,8 @@ impl Store {
         self.skips
     }
 
-    /// Checked skips where SQLite's answer was a hit.
+    /// Checked skips where SQLite's answer was a hit, and checked answers
+    /// from the facts (the lockout's) that were not SQLite's.
     pub fn wrong_skips(&self) -> u64 {
         self.wrong_skips
     }
@@ -243,8 +243,8 @@ impl Store {
             return Ok(());
         }
         let mut stmt = self.conn.prepare(
-            "SELECT session_id, ts, stage, tool_name, tool_args, action, path, command \
-             FROM events WHERE session_id IS NOT NULL",
+            "SELECT session_id, ts, stage, tool_name, tool_args, action, path, command, url, \
+             rule_ids FROM events WHERE session_id IS NOT NULL",
         )?;
         let mut rows = stmt.query([])?;
         while let Some(r) = rows.next()? {
@@ -360,20 +360,37 @@ impl Store {
         }
     }
 
-    /// Records one event and runs the SQL rules for it.
-    ///
-    /// The event is inserted first, so the queries see it (a rate rule's
-    /// `count(*)` includes the call being judged); if a rule fires, the row
-    /// is updated with the final verdict and the rule ids.
+    /// Records one event and runs the SQL rules for it: [`Store::judge`],
+    /// then [`Store::write`].
     pub fn process(&mut self, req: &StoreRequest) -> Result<Vec<SqlHit>, StoreError> {
+        let (hits, rest) = self.judge(req)?;
+        self.write(req, rest)?;
+        Ok(hits)
+    }
+
+    /// Runs the SQL rules for one event and returns their hits; what is
+    /// left to record is [`Store::write`]'s, which must follow before any
+    /// other call (the store's thread answers the caller in between).
+    ///
+    /// The event is in the window before any rule is judged, so the
+    /// queries see it (a rate rule's `count(*)` includes the call being
+    /// judged): in the facts kept beside SQLite at once, in the table
+    /// before the first rule that SQLite answers. When every rule is
+    /// answered from the facts (or skipped by them), no statement runs
+    /// before the answer: the row is inserted by [`Store::write`], with
+    /// the final verdict. Why: at the row cap the insert and the delete of
+    /// the oldest row are nearly all of an event's cost, and nothing in
+    /// the answer depends on them then. If a rule fires after the row was
+    /// inserted, it is updated with the final verdict and the rule ids.
+    pub fn judge(&mut self, req: &StoreRequest) -> Result<(Vec<SqlHit>, Unwritten), StoreError> {
         let now = req.now.unwrap_or_else(|| self.clock.now());
         let timing = self.profile.is_some();
-        let started = timing.then(std::time::Instant::now);
-        let id = self.insert(&req.row, now, req.action, &req.rule_ids)?;
-        if let (Some(p), Some(t)) = (self.profile.as_mut(), started) {
+        if let Some(p) = self.profile.as_mut() {
             p.events += 1;
-            p.insert_ns += t.elapsed().as_nanos() as u64;
         }
+        let inserted_ids = serde_json::to_string(&req.rule_ids).unwrap_or_else(|_| "[]".into());
+        self.note(&req.row, now, req.action, &inserted_ids);
+        let mut id: Option<i64> = None;
         let mut hits = Vec::new();
         let mut action = req.action;
         let mut rule_ids = Vec::new();
@@ -386,25 +403,74 @@ impl Store {
                 }
                 self.queries += 1;
                 let started = timing.then(std::time::Instant::now);
-                let skip = self.shortcuts != ShortcutMode::Off
+                let shortcuts_on = self.shortcuts != ShortcutMode::Off;
+                // The lockout's answer from the facts, when they determine
+                // it (`None`: SQLite answers).
+                let lockout = (shortcuts_on
+                    && rule.shortcut == Some(Shortcut::Blocks)
+                    && rule.code.columns.len() == 2)
+                    .then(|| {
+                        self.facts
+                            .lockout_blocks(req.row.session_id.as_deref(), now)
+                    })
+                    .flatten()
+                    .map(|n| {
+                        // CASE WHEN :command IS NOT NULL OR :url IS NOT NULL
+                        // THEN (the count) ELSE 0 END, and the same test.
+                        let dangerous = req.row.command.is_some() || req.row.url.is_some();
+                        let blocks = if dangerous { n } else { 0 };
+                        judge(
+                            &rule.code,
+                            &[
+                                ValueRef::Integer(blocks),
+                                ValueRef::Integer(i64::from(dangerous)),
+                            ],
+                        )
+                    });
+                let skip = lockout.is_none()
+                    && shortcuts_on
                     && rule
                         .shortcut
                         .is_some_and(|s| self.facts.cannot_fire(s, &req.row, now));
-                if skip {
+                if skip || lockout.is_some() {
                     self.skips += 1;
                 }
+                let on = self.shortcuts == ShortcutMode::On;
                 let outcome = match rule.native.filter(|_| self.native_counts) {
-                    _ if skip && self.shortcuts == ShortcutMode::On => Ok(None),
+                    _ if skip && on => Ok(None),
+                    _ if lockout.is_some() && on => Ok(lockout.clone().flatten()),
                     Some(rate) => {
                         let n = self
                             .tool_calls
                             .count(rate, req.row.session_id.as_deref(), now);
                         Ok(judge(&rule.code, &[ValueRef::Integer(n)]))
                     }
-                    None => run_rule(&self.conn, &rule.code, &req.row, now),
+                    None => {
+                        if id.is_none() {
+                            let started = timing.then(std::time::Instant::now);
+                            match insert_row(&self.conn, &req.row, now, req.action, &inserted_ids) {
+                                Ok(new) => id = Some(new),
+                                Err(e) => {
+                                    // The facts have the row, the table
+                                    // does not: follow the table.
+                                    self.recount()?;
+                                    return Err(e);
+                                }
+                            }
+                            if let (Some(p), Some(t)) = (self.profile.as_mut(), started) {
+                                p.insert_ns += t.elapsed().as_nanos() as u64;
+                            }
+                        }
+                        run_rule(&self.conn, &rule.code, &req.row, now)
+                    }
                 };
                 if skip && matches!(outcome, Ok(Some(_))) {
                     self.wrong_skips += 1;
+                }
+                if let Some(answer) = &lockout {
+                    if outcome.as_ref().ok() != Some(answer) {
+                        self.wrong_skips += 1;
+                    }
                 }
                 if let (Some(p), Some(t)) = (self.profile.as_mut(), started) {
                     if let Some(r) = p.rules.get_mut(i) {
@@ -434,21 +500,66 @@ impl Store {
             let mut all: Vec<&str> = req.rule_ids.iter().map(String::as_str).collect();
             all.extend(rule_ids);
             let ids = serde_json::to_string(&all).unwrap_or_else(|_| "[]".into());
-            self.conn
-                .prepare_cached("UPDATE events SET action = ?1, rule_ids = ?2 WHERE id = ?3")?
-                .execute(rusqlite::params![action.as_str(), ids, id])?;
-            if self.facts_on && action == Action::Block && req.action != Action::Block {
+            if let Some(id) = id {
+                self.conn
+                    .prepare_cached("UPDATE events SET action = ?1, rule_ids = ?2 WHERE id = ?3")?
+                    .execute(rusqlite::params![action.as_str(), ids, id])?;
+            }
+            if self.facts_on && action == Action::Block {
                 if let Some(s) = &req.row.session_id {
-                    self.facts.blocked(s, now);
+                    // The row as inserted (a block already, when an earlier
+                    // evaluator's block was judged anyway) and as updated.
+                    self.facts.updated(
+                        s,
+                        now,
+                        (req.action == Action::Block, Some(inserted_ids.as_bytes())),
+                        (true, Some(ids.as_bytes())),
+                    );
                 }
+            }
+            return Ok((
+                hits,
+                Unwritten {
+                    now,
+                    inserted: id.is_some(),
+                    action,
+                    rule_ids: ids,
+                },
+            ));
+        }
+        Ok((
+            hits,
+            Unwritten {
+                now,
+                inserted: id.is_some(),
+                action,
+                rule_ids: inserted_ids,
+            },
+        ))
+    }
+
+    /// Records what [`Store::judge`] left of `req`: the row (when no rule
+    /// needed it in the table), then the bounds. A row that cannot be
+    /// inserted leaves the window as it was (the facts follow the table).
+    pub fn write(&mut self, req: &StoreRequest, rest: Unwritten) -> Result<(), StoreError> {
+        let timing = self.profile.is_some();
+        if !rest.inserted {
+            let started = timing.then(std::time::Instant::now);
+            if let Err(e) = insert_row(&self.conn, &req.row, rest.now, rest.action, &rest.rule_ids)
+            {
+                self.recount()?;
+                return Err(e);
+            }
+            if let (Some(p), Some(t)) = (self.profile.as_mut(), started) {
+                p.insert_ns += t.elapsed().as_nanos() as u64;
             }
         }
         let started = timing.then(std::time::Instant::now);
-        self.after_insert(req.row.session_id.as_deref(), now)?;
+        self.after_insert(req.row.session_id.as_deref(), rest.now)?;
         if let (Some(p), Some(t)) = (self.profile.as_mut(), started) {
             p.bounds_ns += t.elapsed().as_nanos() as u64;
         }
-        Ok(hits)
+        Ok(())
     }
 
     /// Inserts one row; returns its id. Private: every insert must be
@@ -461,37 +572,22 @@ impl Store {
         rule_ids: &[String],
     ) -> Result<i64, StoreError> {
         let ids = serde_json::to_string(rule_ids).unwrap_or_else(|_| "[]".into());
-        let mut stmt = self.conn.prepare_cached(
-            "INSERT INTO events (ts, client_ts, stage, session_id, user_id, channel, tool_name, \
-             command, path, url, tool_args, text_len, action, rule_ids, metadata) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
-        )?;
-        stmt.execute(rusqlite::params![
-            now,
-            row.client_ts,
-            row.stage.as_str(),
-            row.session_id,
-            row.user_id,
-            row.channel,
-            row.tool_name,
-            row.command,
-            row.path,
-            row.url,
-            row.tool_args,
-            row.text_len,
-            action.as_str(),
-            ids,
-            row.metadata,
-        ])?;
+        let id = insert_row(&self.conn, row, now, action, &ids)?;
+        self.note(row, now, action, &ids);
+        Ok(id)
+    }
+
+    /// Steps the tool-call window and the facts for a row the table has
+    /// (or is about to have), `rule_ids` its JSON text.
+    fn note(&mut self, row: &EventRow, now: f64, action: Action, rule_ids: &str) {
         if let (Some(s), parallax_runtime::Stage::ToolBefore) = (&row.session_id, row.stage) {
             self.tool_calls.insert(s, now);
         }
         if self.facts_on {
-            if let Some(f) = FactRow::of(row, now, action) {
+            if let Some(f) = FactRow::of(row, now, action, rule_ids) {
                 self.facts.insert(&f);
             }
         }
-        Ok(self.conn.last_insert_rowid())
     }
 
     /// Records an event without running any rule (bulk loading in tests and
@@ -535,8 +631,8 @@ impl Store {
             if held > self.session_rows + self.session_rows / 64 {
                 let over = i64::try_from(held - self.session_rows).unwrap_or(i64::MAX);
                 self.delete_counted(
-                    "DELETE FROM events WHERE id IN (SELECT id FROM events \
-                     WHERE session_id = ?1 ORDER BY ts, id LIMIT ?2) RETURNING session_id, ts, stage, tool_name, tool_args, action",
+                    "SELECT id, session_id, ts, stage, tool_name, tool_args, action, url, \
+                     rule_ids FROM events WHERE session_id = ?1 ORDER BY ts, id LIMIT ?2",
                     &[Value::Text(s.to_string()), Value::Integer(over)],
                 )?;
             }
@@ -544,8 +640,8 @@ impl Store {
         if self.rows > self.max_rows {
             let over = i64::try_from(self.rows - self.max_rows).unwrap_or(i64::MAX);
             self.delete_counted(
-                "DELETE FROM events WHERE id IN (SELECT id FROM events ORDER BY id LIMIT ?1) \
-                 RETURNING session_id, ts, stage, tool_name, tool_args, action",
+                "SELECT id, session_id, ts, stage, tool_name, tool_args, action, url, \
+                 rule_ids FROM events ORDER BY id LIMIT ?1",
                 &[Value::Integer(over)],
             )?;
         }
@@ -557,26 +653,36 @@ impl Store {
         Ok(())
     }
 
-    /// Runs a `DELETE … RETURNING session_id, ts, stage, tool_name,
-    /// tool_args, action` and keeps the row
-    /// counts and the tool-call window in step; returns how many rows went.
+    /// Deletes the rows a `SELECT id, session_id, ts, stage, tool_name,
+    /// tool_args, action, url, rule_ids FROM events …` finds, one primary
+    /// key at a time, and keeps the row counts, the tool-call window and
+    /// the shortcuts' facts in step; returns how many rows went.
+    ///
+    /// Why not one `DELETE … WHERE id IN (SELECT …) RETURNING …`: SQLite
+    /// builds two ephemeral tables for that statement (the `IN` list and
+    /// the `RETURNING` rows), each a b-tree of its own opened, zeroed and
+    /// closed on every run. At the row cap that statement runs on every
+    /// insert to delete one row, and it cost 67 k instructions of the
+    /// 109 k an event took (callgrind, `cargo bench --bench sql -- cap`);
+    /// a read of the row by the primary key and a delete by it cost a
+    /// fraction of that.
     fn delete_counted(
         &mut self,
-        sql: &str,
+        select: &str,
         params: &[rusqlite::types::Value],
     ) -> Result<usize, StoreError> {
-        let mut gone: Vec<String> = Vec::new();
-        let mut deleted = 0;
+        let mut gone: Vec<(i64, Option<String>)> = Vec::new();
         {
-            let mut stmt = self.conn.prepare_cached(sql)?;
+            let mut stmt = self.conn.prepare_cached(select)?;
             let mut rows = stmt.query(rusqlite::params_from_iter(params))?;
             while let Some(r) = rows.next()? {
-                deleted += 1;
-                if let Some(s) = r.get::<_, Option<String>>(0)? {
-                    let tool_before = r.get_ref(2)?.as_str() == Ok("tool.before");
-                    let ts: f64 = r.get(1)?;
+                let id: i64 = r.get(0)?;
+                let session = r.get::<_, Option<String>>(1)?;
+                if let Some(s) = &session {
+                    let tool_before = r.get_ref(3)?.as_str() == Ok("tool.before");
+                    let ts: f64 = r.get(2)?;
                     if tool_before {
-                        self.tool_calls.remove(&s, ts);
+                        self.tool_calls.remove(s, ts);
                     }
                     if self.facts_on {
                         let text = |i: usize| -> Result<Option<&[u8]>, rusqlite::Error> {
@@ -586,22 +692,51 @@ impl Store {
                             })
                         };
                         self.facts.remove(&FactRow {
-                            session: &s,
+                            session: s,
                             ts,
                             tool_before,
-                            tool_name: text(3)?,
-                            tool_args: text(4)?,
-                            block: r.get_ref(5)?.as_str() == Ok("block"),
+                            tool_name: text(4)?,
+                            tool_args: text(5)?,
+                            url: text(7)?,
+                            block: r.get_ref(6)?.as_str() == Ok("block"),
+                            rule_ids: text(8)?,
                             path: None,
                             command: None,
                         });
                     }
-                    gone.push(s);
+                }
+                gone.push((id, session));
+            }
+        }
+        let mut deleted = 0;
+        let mut failed = None;
+        {
+            let mut stmt = self
+                .conn
+                .prepare_cached("DELETE FROM events WHERE id = ?1")?;
+            for (id, _) in &gone {
+                match stmt.execute([id]) {
+                    Ok(1) => deleted += 1,
+                    Ok(_) => {
+                        failed.get_or_insert(StoreError::Schema(format!(
+                            "row {id} was read for deletion and then not found"
+                        )));
+                    }
+                    Err(e) => {
+                        failed.get_or_insert(e.into());
+                    }
                 }
             }
         }
+        if let Some(e) = failed {
+            // The window and the facts were stepped for rows still there:
+            // rebuild them from the table (and the counts with them).
+            self.recount()?;
+            return Err(e);
+        }
         self.rows = self.rows.saturating_sub(deleted as u64);
-        for s in gone {
+        for (_, s) in gone {
+            let Some(s) = s else { continue };
             if let Some(held) = self.per_session.get_mut(&s) {
                 *held = held.saturating_sub(1);
                 if *held == 0 {
@@ -613,10 +748,23 @@ impl Store {
         Ok(deleted)
     }
 
+    /// Rebuilds every count kept beside the table from it (row and session
+    /// counts, the tool-call window, the facts): after a write that failed
+    /// half-way.
+    fn recount(&mut self) -> Result<(), StoreError> {
+        let rows: i64 = self
+            .conn
+            .query_row("SELECT count(*) FROM events", [], |r| r.get(0))?;
+        self.rows = rows.max(0) as u64;
+        self.per_session = per_session_of(&self.conn)?;
+        self.reload_tool_calls()
+    }
+
     /// Deletes events older than the retention; returns how many.
     pub fn prune_expired(&mut self, now: f64) -> Result<usize, StoreError> {
         self.delete_counted(
-            "DELETE FROM events WHERE ts < ?1 RETURNING session_id, ts, stage, tool_name, tool_args, action",
+            "SELECT id, session_id, ts, stage, tool_name, tool_args, action, url, rule_ids \
+             FROM events WHERE ts < ?1",
             &[rusqlite::types::Value::Real(now - self.retention)],
         )
     }
@@ -641,6 +789,39 @@ impl Store {
     pub fn connection(&self) -> &Connection {
         &self.conn
     }
+}
+
+/// Inserts one row of `events`; returns its id.
+fn insert_row(
+    conn: &Connection,
+    row: &EventRow,
+    now: f64,
+    action: Action,
+    rule_ids: &str,
+) -> Result<i64, StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "INSERT INTO events (ts, client_ts, stage, session_id, user_id, channel, tool_name, \
+         command, path, url, tool_args, text_len, action, rule_ids, metadata) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+    )?;
+    stmt.execute(rusqlite::params![
+        now,
+        row.client_ts,
+        row.stage.as_str(),
+        row.session_id,
+        row.user_id,
+        row.channel,
+        row.tool_name,
+        row.command,
+        row.path,
+        row.url,
+        row.tool_args,
+        row.text_len,
+        action.as_str(),
+        rule_ids,
+        row.metadata,
+    ])?;
+    Ok(conn.last_insert_rowid())
 }
 
 fn bind_value<'a>(p: Param, row: &'a EventRow, now: f64) -> rusqlite::types::ToSqlOutput<'a> {
@@ -693,7 +874,7 @@ pub enum ShortcutMode {
 }
 
 /// A row of `SELECT session_id, ts, stage, tool_name, tool_args, action,
-/// path, command` as the shortcuts' facts see it.
+/// path, command, url, rule_ids` as the shortcuts' facts see it.
 fn fact_row<'r>(r: &'r rusqlite::Row<'_>) -> Result<Option<FactRow<'r>>, rusqlite::Error> {
     let text = |i: usize| -> Result<Option<&'r [u8]>, rusqlite::Error> {
         Ok(match r.get_ref(i)? {
@@ -710,10 +891,27 @@ fn fact_row<'r>(r: &'r rusqlite::Row<'_>) -> Result<Option<FactRow<'r>>, rusqlit
         tool_before: text(2)? == Some(b"tool.before"),
         tool_name: text(3)?,
         tool_args: text(4)?,
+        url: text(8)?,
         block: text(5)? == Some(b"block"),
+        rule_ids: text(9)?,
         path: text(6)?,
         command: text(7)?,
     }))
+}
+
+/// The rows each session holds, as the table holds them.
+fn per_session_of(conn: &Connection) -> Result<HashMap<String, u64>, StoreError> {
+    let mut per_session = HashMap::new();
+    let mut stmt = conn.prepare(
+        "SELECT session_id, count(*) FROM events WHERE session_id IS NOT NULL \
+         GROUP BY session_id",
+    )?;
+    let mut rows = stmt.query([])?;
+    while let Some(r) = rows.next()? {
+        let n: i64 = r.get(1)?;
+        per_session.insert(r.get::<_, String>(0)?, n.max(0) as u64);
+    }
+    Ok(per_session)
 }
 
 /// The `tool.before` rows' timestamps per session, as the table holds them.
