@@ -54,13 +54,18 @@ pub fn run(config: Option<PathBuf>, file: Option<PathBuf>, baked_only: bool) -> 
     let mut buf = String::new();
     let mut text = Vec::new();
     let mut line_no = 0usize;
+    let mut read_error = None;
     loop {
         line_no += 1;
         buf.clear();
         match input.read_line(&mut buf) {
             Ok(0) => break,
             Ok(_) => {}
-            Err(e) => return fail(format!("line {line_no}: cannot read: {e}")),
+            // What was read before is still judged and printed (below).
+            Err(e) => {
+                read_error = Some(format!("line {line_no}: cannot read: {e}"));
+                break;
+            }
         }
         // What `BufRead::lines` strips: the `\n`, then a `\r` before it.
         let line = buf
@@ -124,6 +129,9 @@ pub fn run(config: Option<PathBuf>, file: Option<PathBuf>, baked_only: bool) -> 
     }
     if out.flush().is_err() {
         return ExitCode::SUCCESS;
+    }
+    if let Some(e) = read_error {
+        return fail(e);
     }
     if bad > 0 {
         eprintln!("parallax: {bad} malformed line(s)");
