@@ -83,11 +83,7 @@ type CacheFn =
 impl AnyText {
     fn build(hirs: &[Hir], kind: RegexMatchKind, cache_capacity: usize) -> Option<AnyText> {
         let nfa = thompson::Compiler::new()
-            .configure(
-                thompson::Config::new()
-                    .nfa_size_limit(Some(NFA_SIZE_LIMIT))
-                    .which_captures(WhichCaptures::None),
-            )
+            .configure(existence_nfa())
             .build_many_from_hir(hirs)
             .ok()?;
         let dfa = lazy::Builder::new()
@@ -931,15 +927,19 @@ fn gate_builder() -> meta::Builder {
     b
 }
 
+/// The NFA of a check that only asks whether there is a match (a gate, a
+/// non-ASCII check): no capture states, nothing a forward DFA would not use.
+fn existence_nfa() -> thompson::Config {
+    thompson::Config::new()
+        .nfa_size_limit(Some(NFA_SIZE_LIMIT))
+        .which_captures(WhichCaptures::None)
+}
+
 /// A gate's member patterns as one forward lazy DFA (see
 /// [`FieldScanner::gate_dfa`]); `None` when it cannot be built.
 pub(crate) fn dfa_gate(patterns: &[&str]) -> Option<lazy::DFA> {
     let nfa = thompson::Compiler::new()
-        .configure(
-            thompson::Config::new()
-                .nfa_size_limit(Some(NFA_SIZE_LIMIT))
-                .which_captures(WhichCaptures::None),
-        )
+        .configure(existence_nfa())
         .build_many(patterns)
         .ok()?;
     lazy::Builder::new()
