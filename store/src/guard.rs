@@ -928,7 +928,14 @@ fn eval<'a>(n: &'a Node, row: &'a EventRow) -> Option<V<'a>> {
         Node::Int(i) => V::Int(*i),
         Node::Null => V::Null,
         Node::Concat(a, b) => match (eval(a, row)?.text(), eval(b, row)?.text()) {
-            (Some(a), Some(b)) => V::Text(Cow::Owned(format!("{a}{b}"))),
+            (Some(a), Some(b)) => {
+                // Sized once, without the formatting machinery: routing runs
+                // this for every `||` of every guard of every judged event.
+                let mut s = String::with_capacity(a.len() + b.len());
+                s.push_str(&a);
+                s.push_str(&b);
+                V::Text(Cow::Owned(s))
+            }
             _ => V::Null,
         },
         Node::Call(Func::Coalesce, args) => {
@@ -960,7 +967,12 @@ fn eval<'a>(n: &'a Node, row: &'a EventRow) -> Option<V<'a>> {
                 eval(from, row)?.text(),
                 eval(to, row)?.text(),
             ) {
-                (Some(x), Some(from), Some(_)) if from.is_empty() => V::Text(x),
+                // Nothing to replace (an empty `from` replaces nothing in
+                // SQLite): the text as it is, not a copy. The page-scrape
+                // guard removes each digit in turn, and most texts have few.
+                (Some(x), Some(from), Some(_)) if from.is_empty() || !x.contains(&*from) => {
+                    V::Text(x)
+                }
                 (Some(x), Some(from), Some(to)) => V::Text(Cow::Owned(x.replace(&*from, &to))),
                 _ => V::Null,
             }
