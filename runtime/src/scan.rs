@@ -448,14 +448,18 @@ impl FieldScanner {
     fn gate_dfa(&self) -> Option<&lazy::DFA> {
         self.gate_dfa
             .get_or_init(|| {
-                let patterns: Vec<&str> = self
-                    .gate_members
-                    .iter()
-                    .map(|&i| self.verifiers[i].pattern.as_str())
-                    .collect();
+                let patterns = self.gate_patterns();
                 self.shared.gate(&patterns)
             })
             .as_ref()
+    }
+
+    /// The gate's member patterns, pattern i being member i.
+    fn gate_patterns(&self) -> Vec<&str> {
+        self.gate_members
+            .iter()
+            .map(|&i| self.verifiers[i].pattern.as_str())
+            .collect()
     }
 
     /// The exact gate, built on first use (only called when it has members):
@@ -463,11 +467,7 @@ impl FieldScanner {
     fn gate(&self) -> Result<&Gate, &ScanBuildError> {
         self.gate
             .get_or_init(|| {
-                let patterns: Vec<&str> = self
-                    .gate_members
-                    .iter()
-                    .map(|&i| self.verifiers[i].pattern.as_str())
-                    .collect();
+                let patterns = self.gate_patterns();
                 gate_builder()
                     .build_many(&patterns)
                     .map(|set| Gate {
