@@ -21,5 +21,16 @@ fn shipped_sql_rules_never_scan_the_whole_store() {
                 "rule `{id}` scans the whole window: {step}\nplan: {plan:#?}"
             );
         }
+        // The lockout seeks the partial index of blocks (docs/SQL.md "The
+        // schema"): its `action = 'block'` must stay spelt so for SQLite
+        // to use it, or it walks the session's whole window row by row.
+        if spec.query.contains("action = 'block'") {
+            assert!(
+                plan.iter().any(|s| s.contains(
+                    "SEARCH events USING INDEX events_session_blocks (session_id=? AND ts>?)"
+                )),
+                "rule `{id}` does not seek the blocks index: {plan:#?}"
+            );
+        }
     }
 }
