@@ -406,6 +406,29 @@ impl Metrics {
     }
 }
 
+/// The SQL side-store's series, appended to a scrape when there is a
+/// store (`src/http/admin.rs` reads them from its handle): the rows in its
+/// window (`None` when the store did not answer the count) and the events
+/// it answered, or queued without a wait, and then could not record
+/// ([`parallax_store::StoreHandle::lost_events`]).
+pub fn render_sql_store(out: &mut String, rows: Option<u64>, lost_events: u64) {
+    if let Some(rows) = rows {
+        header(
+            out,
+            "parallax_sql_store_rows",
+            "gauge",
+            "Events in the SQL side-store's window.",
+        );
+        let _ = writeln!(out, "parallax_sql_store_rows {rows}");
+    }
+    counter(
+        out,
+        "parallax_sql_store_write_failures_total",
+        "Events the SQL side-store answered (or queued without waiting) and then failed to record: missing from later windows.",
+        lost_events,
+    );
+}
+
 fn header(out: &mut String, name: &str, kind: &str, help: &str) {
     let _ = writeln!(out, "# HELP {name} {help}");
     let _ = writeln!(out, "# TYPE {name} {kind}");

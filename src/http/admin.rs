@@ -26,13 +26,8 @@ pub fn health(service: &DecisionService) -> Response<Body> {
 pub async fn metrics(service: &DecisionService) -> Response<Body> {
     let mut text = service.metrics.render();
     if let Some(store) = service.store() {
-        if let Ok(rows) = store.row_count().await {
-            text.push_str(
-                "# HELP parallax_sql_store_rows Events in the SQL side-store's window.\n\
-                 # TYPE parallax_sql_store_rows gauge\n",
-            );
-            text.push_str(&format!("parallax_sql_store_rows {rows}\n"));
-        }
+        let rows = store.row_count().await.ok();
+        crate::metrics::render_sql_store(&mut text, rows, store.lost_events());
     }
     let mut r = Response::new(full(text));
     r.headers_mut().insert(

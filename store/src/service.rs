@@ -13,6 +13,8 @@ use crate::request::{SqlHit, StoreRequest};
 use crate::store::{Store, StoreError};
 use parallax_runtime::Program;
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 
 /// Requests waiting for the store thread; senders wait (asynchronously)
@@ -41,15 +43,26 @@ enum Job {
 pub struct StoreHandle {
     tx: Option<mpsc::Sender<Job>>,
     thread: Option<std::thread::JoinHandle<()>>,
+    /// See [`StoreHandle::lost_events`].
+    lost: Arc<AtomicU64>,
 }
 
 impl StoreHandle {
     /// Moves `store` onto a thread of its own.
     pub fn spawn(mut store: Store) -> std::io::Result<StoreHandle> {
         let (tx, mut rx) = mpsc::channel::<Job>(QUEUE);
+        let lost = Arc::new(AtomicU64::new(0));
+        let counted = lost.clone();
         let thread = std::thread::Builder::new()
             .name("parallax-store".into())
             .spawn(move || {
+                let lost = counted;
+                // A failed commit loses every row of its batch.
+                let commit = |store: &mut Store, batch: usize| {
+                    if !store.end_batch() {
+                        lost.fetch_add(batch as u64, Relaxed);
+                    }
+                };
                 let mut turns = Turns::default();
                 let mut batch = 0usize;
                 loop {
@@ -57,7 +70,7 @@ impl StoreHandle {
                         // The open batch is committed before the thread
                         // parks, never while more work is arriving.
                         let job = next_job(&mut rx, || {
-                            store.end_batch();
+                            commit(&mut store, batch);
                             batch = 0;
                         });
                         match job {
@@ -78,20 +91,33 @@ impl StoreHandle {
                         if batch == 0 {
                             store.begin_batch();
                         }
-                        run(&mut store, job);
+                        if !run(&mut store, job) {
+                            lost.fetch_add(1, Relaxed);
+                        }
                         batch += 1;
                         if batch >= BATCH {
-                            store.end_batch();
+                            commit(&mut store, batch);
                             batch = 0;
                         }
                     }
                 }
-                store.end_batch();
+                commit(&mut store, batch);
             })?;
         Ok(StoreHandle {
             tx: Some(tx),
             thread: Some(thread),
+            lost,
         })
+    }
+
+    /// Events this store answered, or queued without a wait, and then
+    /// could not record: the insert after the answer failed, or the commit
+    /// of their batch did (each of its events counts). They are missing
+    /// from later windows; each failure is also logged. An insert that
+    /// fails before the answer (a rule needed the row) is the caller's
+    /// error instead and is not counted here.
+    pub fn lost_events(&self) -> u64 {
+        self.lost.load(Relaxed)
     }
 
     fn sender(&self) -> Result<&mpsc::Sender<Job>, StoreError> {
@@ -184,7 +210,10 @@ impl PendingHits {
     }
 }
 
-fn run(store: &mut Store, job: Job) {
+/// Runs one job; false when it was an event the caller was already done
+/// with (answered, or queued without a wait) and its row could not be
+/// written.
+fn run(store: &mut Store, job: Job) -> bool {
     match job {
         Job::Process(req, Some(reply)) => {
             // The caller has its answer before the row is written: when
@@ -196,6 +225,7 @@ fn run(store: &mut Store, job: Job) {
                     let _ = reply.send(Ok(hits));
                     if let Err(e) = store.write(&req, rest) {
                         tracing::error!(error = %e, "cannot record an event in the side-store");
+                        return false;
                     }
                 }
                 Err(e) => {
@@ -206,6 +236,7 @@ fn run(store: &mut Store, job: Job) {
         Job::Process(req, None) => {
             if let Err(e) = store.process(&req) {
                 tracing::error!(error = %e, "cannot record an event in the side-store");
+                return false;
             }
         }
         Job::RowCount(reply) => {
@@ -215,6 +246,7 @@ fn run(store: &mut Store, job: Job) {
             let _ = reply.send(store.load_rules(&program));
         }
     }
+    true
 }
 
 /// Events taken off the channel, waiting for their session's turn.

@@ -345,8 +345,9 @@ impl Store {
     }
 
     /// Commits the open batch, if any. A failed commit loses the batch's
-    /// rows (their answers were already given); it is logged.
-    pub fn end_batch(&mut self) {
+    /// rows (their answers were already given); it is logged, and the
+    /// answer is false (true: committed, or nothing was open).
+    pub fn end_batch(&mut self) -> bool {
         if !self.conn.is_autocommit() {
             if let Err(e) = self.conn.execute_batch("COMMIT") {
                 tracing::error!(error = %e, "side-store: cannot commit a batch");
@@ -356,8 +357,10 @@ impl Store {
                 if let Err(e) = self.reload_tool_calls() {
                     tracing::error!(error = %e, "side-store: cannot recount tool calls");
                 }
+                return false;
             }
         }
+        true
     }
 
     /// Records one event and runs the SQL rules for it: [`Store::judge`],
