@@ -160,6 +160,7 @@ fn cases(engine: &Engine) -> Vec<Case> {
     let program = engine.program();
     // Per atom: the literals that point at it.
     let literals = atom_literals::literals_by_atom(program);
+    let both_groups = atom_literals::conjunctive_seeds(program);
     let mut seen = HashSet::new();
     let mut out = Vec::new();
     for rule in &program.rules {
@@ -169,6 +170,7 @@ fn cases(engine: &Engine) -> Vec<Case> {
             let atom = &program.atoms[a as usize];
             let field = &program.fields[atom.field as usize].field;
             let mut seeds = literals.get(&a).cloned().unwrap_or_default();
+            seeds.extend(both_groups.get(&a).cloned());
             seeds.extend(
                 parallax_compiler::literals::required_literals(&atom.pattern, 1)
                     .unwrap_or_default(),

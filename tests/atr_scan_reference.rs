@@ -78,12 +78,16 @@ fn atr_scan_agrees_with_each_atoms_default_regex() {
 
     // Per atom, the literals that point at it (as the pathological bench).
     let literals = atom_literals::literals_by_atom(p);
+    let both_groups = atom_literals::conjunctive_seeds(p);
     let mut texts = BTreeSet::new();
     for rule in &p.rules {
         let mut atoms = Vec::new();
         rule.predicate.atoms(&mut atoms);
         for a in atoms {
-            let mut seeds = literals.get(&a).cloned().unwrap_or_default();
+            // Both groups of a conjunctive verifier first: one group's
+            // literal alone never makes it run.
+            let mut seeds: Vec<String> = both_groups.get(&a).cloned().into_iter().collect();
+            seeds.extend(literals.get(&a).cloned().unwrap_or_default());
             seeds.extend(
                 parallax_compiler::literals::required_literals(&p.atoms[a as usize].pattern, 1)
                     .unwrap_or_default(),

@@ -32,30 +32,50 @@ type Set = Vec<String>;
 /// `None` when there is no such set with literals of at least `min_len`
 /// bytes.
 pub fn required_literals(pattern: &str, min_len: usize) -> Option<Vec<String>> {
-    let hir = regex_syntax::ParserBuilder::new()
-        .build()
-        .parse(pattern)
-        .ok()?;
-    required_literals_hir(&hir, min_len)
+    required_literal_groups(pattern, min_len).and_then(|g| g.into_iter().next())
 }
 
 /// [`required_literals`] of an already parsed regex.
 pub fn required_literals_hir(hir: &Hir, min_len: usize) -> Option<Vec<String>> {
-    let mut best = Best { min_len, set: None };
-    if let Some(s) = required(hir, min_len) {
-        best.consider(s);
-    }
-    best.set.map(|mut s| {
-        s.sort();
-        s.dedup();
-        s
-    })
+    required_literal_groups_hir(hir, min_len).and_then(|g| g.into_iter().next())
 }
 
-/// The best candidate set seen so far.
-struct Best {
-    min_len: usize,
-    set: Option<Set>,
+/// One or two sets of lower-cased literals, the rarest first: every match
+/// of `pattern` contains a literal of each set. A second set comes from
+/// another piece of the pattern that every match must also contain, so the
+/// scan can ask for a hit in both before it runs the regex (a conjunctive
+/// prefilter): common words alone (`before`, `token`) make a verifier a
+/// candidate on most prose, a second required word rarely joins them.
+/// `None`: not even one such set (see [`required_literals`]).
+pub fn required_literal_groups(pattern: &str, min_len: usize) -> Option<Vec<Vec<String>>> {
+    let hir = regex_syntax::ParserBuilder::new()
+        .build()
+        .parse(pattern)
+        .ok()?;
+    required_literal_groups_hir(&hir, min_len)
+}
+
+/// [`required_literal_groups`] of an already parsed regex.
+pub fn required_literal_groups_hir(hir: &Hir, min_len: usize) -> Option<Vec<Vec<String>>> {
+    let mut sets = required(hir, min_len);
+    // Chosen before duplicates go, as the one-set choice always was.
+    let first = best_index(&sets)?;
+    for s in &mut sets {
+        s.sort();
+        s.dedup();
+    }
+    let best = sets.remove(first);
+    sets.retain(|s| *s != best);
+    let mut groups = vec![best];
+    if let Some(second) = best_index(&sets) {
+        groups.push(sets.remove(second));
+    }
+    Some(groups)
+}
+
+/// Whether a set may serve as a prefilter at all.
+fn acceptable(s: &Set, min_len: usize) -> bool {
+    !s.is_empty() && s.len() <= MAX_LITERALS && s.iter().all(|l| l.len() >= min_len)
 }
 
 fn score(s: &Set) -> (usize, std::cmp::Reverse<usize>, usize) {
@@ -63,42 +83,53 @@ fn score(s: &Set) -> (usize, std::cmp::Reverse<usize>, usize) {
     (shortest.min(10), std::cmp::Reverse(s.len()), shortest)
 }
 
-impl Best {
-    fn consider(&mut self, s: Set) {
-        if s.is_empty() || s.len() > MAX_LITERALS || s.iter().any(|l| l.len() < self.min_len) {
-            return;
-        }
-        if self.set.as_ref().is_none_or(|b| score(&s) > score(b)) {
-            self.set = Some(s);
+/// The rarest of `sets` (longest shortest literal, then fewest literals),
+/// the first one on a tie.
+fn best_index(sets: &[Set]) -> Option<usize> {
+    let mut best: Option<usize> = None;
+    for (i, s) in sets.iter().enumerate() {
+        if best.is_none_or(|b| score(s) > score(&sets[b])) {
+            best = Some(i);
         }
     }
+    best
 }
 
-/// The best set of strings one of which every match of `h` contains.
-fn required(h: &Hir, min_len: usize) -> Option<Set> {
+/// Every acceptable set of strings one of which every match of `h`
+/// contains, in pattern order: each comes from a different piece of `h`
+/// (so a match holds a literal of each), except that an alternation gives
+/// one set (its branches' best, joined).
+fn required(h: &Hir, min_len: usize) -> Vec<Set> {
+    let keep = |s: Set| -> Vec<Set> {
+        if acceptable(&s, min_len) {
+            vec![s]
+        } else {
+            Vec::new()
+        }
+    };
     match h.kind() {
-        HirKind::Empty | HirKind::Look(_) => None,
-        HirKind::Literal(_) | HirKind::Class(_) => exact(h),
+        HirKind::Empty | HirKind::Look(_) => Vec::new(),
+        HirKind::Literal(_) | HirKind::Class(_) => exact(h).map(keep).unwrap_or_default(),
         HirKind::Capture(c) => required(&c.sub, min_len),
         HirKind::Repetition(r) if r.min >= 1 => required(&r.sub, min_len),
-        HirKind::Repetition(_) => None,
+        HirKind::Repetition(_) => Vec::new(),
         HirKind::Alternation(branches) => {
             // Every branch must contribute its own best set.
             let mut out = Vec::new();
             for b in branches {
-                let mut local = Best { min_len, set: None };
-                if let Some(s) = required(b, min_len) {
-                    local.consider(s);
-                }
-                out.extend(local.set?);
+                let mut sets = required(b, min_len);
+                let Some(i) = best_index(&sets) else {
+                    return Vec::new();
+                };
+                out.append(&mut sets.swap_remove(i));
                 if out.len() > MAX_LITERALS {
-                    return None;
+                    return Vec::new();
                 }
             }
-            Some(out)
+            keep(out)
         }
         HirKind::Concat(children) => {
-            let mut local = Best { min_len, set: None };
+            let mut out = Vec::new();
             let mut run: Option<Set> = None;
             for c in children {
                 match exact(c) {
@@ -108,7 +139,7 @@ fn required(h: &Hir, min_len: usize) -> Option<Set> {
                             Some(r) => match cross(&r, &e) {
                                 Some(x) => x,
                                 None => {
-                                    local.consider(r);
+                                    out.extend(keep(r));
                                     e
                                 }
                             },
@@ -116,18 +147,16 @@ fn required(h: &Hir, min_len: usize) -> Option<Set> {
                     }
                     None => {
                         if let Some(r) = run.take() {
-                            local.consider(r);
+                            out.extend(keep(r));
                         }
-                        if let Some(q) = required(c, min_len) {
-                            local.consider(q);
-                        }
+                        out.extend(required(c, min_len));
                     }
                 }
             }
             if let Some(r) = run {
-                local.consider(r);
+                out.extend(keep(r));
             }
-            local.set
+            out
         }
     }
 }
@@ -377,6 +406,44 @@ mod tests {
         // Alternation: each branch contributes its best.
         let l = required_literals(r"(?i)(foo\s+bar|qux\s+baz)", 3).unwrap();
         assert_eq!(l.len(), 2, "{l:?}");
+    }
+
+    #[test]
+    fn second_group_from_another_required_piece() {
+        let groups = |p: &str| required_literal_groups(p, 3).unwrap();
+        // The rarest set first, then the next rarest of another piece.
+        assert_eq!(
+            groups(r"(?i)\b(ignore|skip)\s+(all\s+)?(previous|prior)\s+instructions"),
+            vec![
+                vec!["instructions".to_string()],
+                vec!["previous".to_string(), "prior".to_string()]
+            ]
+        );
+        // Nested concatenations still give pieces of the whole.
+        assert_eq!(
+            groups(r"(?i)(drop\s+(table|database))\s+now"),
+            vec![
+                vec!["database".to_string(), "table".to_string()],
+                vec!["drop".to_string()]
+            ]
+        );
+        // A piece that is only optional, or too short, gives no group.
+        assert_eq!(
+            groups(r"curl\s.{0,80}\|\s*sh"),
+            vec![vec!["curl".to_string()]]
+        );
+        assert_eq!(
+            groups(r"token(\s+secret)?"),
+            vec![vec!["token".to_string()]]
+        );
+        // The same set twice is one group.
+        assert_eq!(groups(r"token.*token"), vec![vec!["token".to_string()]]);
+        // An alternation at the top joins its branches into one set: a
+        // second piece of one branch is not required of the other.
+        assert_eq!(
+            groups(r"alpha\s+beta|gamma\s+delta"),
+            vec![vec!["alpha".to_string(), "gamma".to_string()]]
+        );
     }
 
     #[test]

@@ -14,7 +14,9 @@
 //! Every path is linear in the input; none drops an atom.
 
 use crate::ir::{AtomKind, RuleSet};
-use crate::literals::{relax_backtracking, required_literals, required_literals_hir};
+use crate::literals::{
+    relax_backtracking, required_literal_groups, required_literal_groups_hir, required_literals_hir,
+};
 use crate::stats::{AtomStat, FieldStat, RuleStat, Stats};
 use parallax_runtime::{
     Atom, AtomPath, EvaluatorMeta, FieldPlan, LiteralPlan, LiteralTarget, Program, RuleMeta,
@@ -117,26 +119,36 @@ fn build_shards(
 }
 
 /// Puts a regex atom on the verifier path, prefiltered by the required
-/// literals of `literal_source` (the pattern itself, or its relaxation for
-/// a backtracking pattern) when it has any.
+/// literal groups of its pattern (or of its relaxation, for a backtracking
+/// pattern) when it has any: a hit in the first group makes it a
+/// candidate, and with a second group a hit there too is needed.
 fn add_verifier(
     atom: u32,
-    lits: Option<Vec<String>>,
+    groups: Option<Vec<Vec<String>>>,
     backtrack: bool,
     literals: &mut BTreeMap<(String, bool), Vec<LiteralTarget>>,
     verifiers: &mut Vec<VerifierPlan>,
 ) -> AtomPath {
     let v = verifiers.len() as u32;
-    let prefiltered = lits.is_some();
-    for l in lits.into_iter().flatten() {
-        literals
-            .entry((l, true))
-            .or_default()
-            .push(LiteralTarget::Verifier(v));
+    let groups = groups.unwrap_or_default();
+    let prefiltered = !groups.is_empty();
+    let conjunctive = groups.len() > 1;
+    for (g, group) in groups.into_iter().take(2).enumerate() {
+        let target = if g == 0 {
+            LiteralTarget::Verifier(v)
+        } else {
+            LiteralTarget::VerifierAlso(v)
+        };
+        for l in group {
+            let targets = literals.entry((l, true)).or_default();
+            // A literal in both groups is one target of each.
+            targets.push(target);
+        }
     }
     verifiers.push(VerifierPlan {
         atom,
         prefiltered,
+        conjunctive,
         backtrack,
         relaxed: None,
     });
@@ -154,7 +166,7 @@ struct Analysis {
     /// DFA size when built alone within budget.
     dfa: Option<usize>,
     backtrack: bool,
-    literals: Option<Vec<String>>,
+    literals: Option<Vec<Vec<String>>>,
     note: Option<String>,
 }
 
@@ -196,12 +208,15 @@ fn analyse(pattern: &str, limits: &Limits, literal_first: bool) -> Analysis {
             return Analysis {
                 dfa: None,
                 backtrack: true,
-                literals: required_literals(&relax_backtracking(pattern), limits.min_literal_len),
+                literals: required_literal_groups(
+                    &relax_backtracking(pattern),
+                    limits.min_literal_len,
+                ),
                 note: Some("look-around/backreference: bounded backtracking".into()),
             };
         }
     };
-    let literals = || required_literals_hir(&hir, limits.min_literal_len);
+    let literals = || required_literal_groups_hir(&hir, limits.min_literal_len);
     if literal_first {
         if let Some(l) = literals() {
             return Analysis {
@@ -297,7 +312,7 @@ fn prefilter_when_sharded(
         return;
     }
     cheap.retain(|&(id, pattern)| {
-        let Some(lits) = required_literals(pattern, limits.min_literal_len) else {
+        let Some(lits) = required_literal_groups(pattern, limits.min_literal_len) else {
             return true;
         };
         let ai = id as usize;
@@ -361,7 +376,7 @@ pub fn compile(rules: &RuleSet, limits: &Limits) -> Compiled {
                     let lits = a
                         .literals
                         .clone()
-                        .or_else(|| required_literals(pattern, limits.min_literal_len));
+                        .or_else(|| required_literal_groups(pattern, limits.min_literal_len));
                     atom_paths[ai] =
                         add_verifier(id, lits, a.backtrack, &mut literals, &mut verifiers);
                 }
@@ -419,7 +434,7 @@ pub fn compile(rules: &RuleSet, limits: &Limits) -> Compiled {
             let ai = id as usize;
             if let AtomKind::Regex { pattern, .. } = &rules.atoms[ai].kind {
                 atom_note[ai] = Some("did not fit any shard".into());
-                let lits = required_literals(pattern, limits.min_literal_len);
+                let lits = required_literal_groups(pattern, limits.min_literal_len);
                 atom_paths[ai] = add_verifier(id, lits, false, &mut literals, &mut verifiers);
             }
         }

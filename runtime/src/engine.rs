@@ -8,6 +8,7 @@
 
 use crate::action::Action;
 use crate::bitset::BitSet;
+use crate::candidates::Candidates;
 use crate::cel::CelRuntime;
 use crate::deadline::Deadline;
 use crate::predicate::{CompiledPredicate, Predicate, PredicateInput};
@@ -140,7 +141,7 @@ pub struct Scratch {
     atoms: BitSet,
     /// Rules to evaluate this time (see [`Engine::evaluate`]).
     rules: BitSet,
-    candidates: BitSet,
+    candidates: Candidates,
     caches: Vec<Option<meta::Cache>>,
     /// Per field: its verifier gate's memory.
     gates: Vec<Option<crate::scan::GateScratch>>,
@@ -359,7 +360,7 @@ impl Engine {
         Scratch {
             atoms: BitSet::new(self.program.atoms.len()),
             rules: BitSet::new(self.program.rules.len()),
-            candidates: BitSet::new(self.scanners.iter().map(|s| s.verifiers.len()).sum()),
+            candidates: Candidates::new(self.scanners.iter().map(|s| s.verifiers.len()).sum()),
             caches: self.scanners.iter().flat_map(|s| s.new_caches()).collect(),
             gates: self.scanners.iter().map(|s| s.new_gate_scratch()).collect(),
             matched: Vec::with_capacity(self.program.rules.len()),

@@ -9,6 +9,7 @@
 
 pub mod action;
 pub mod bitset;
+pub mod candidates;
 pub mod cel;
 pub mod check;
 pub mod classifier;

@@ -291,8 +291,12 @@ pub enum LiteralTarget {
     /// The literal is the atom: a hit is a hit.
     Atom(u32),
     /// The literal is required by this verifier (index into the field's
-    /// `verifiers`): a hit makes it a candidate.
+    /// `verifiers`): a hit makes it a candidate (a conjunctive verifier's
+    /// first group; see [`VerifierPlan::conjunctive`]).
     Verifier(u32),
+    /// The literal is in a conjunctive verifier's second group: the
+    /// verifier is a candidate only when a literal of each group hit.
+    VerifierAlso(u32),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -300,6 +304,11 @@ pub struct VerifierPlan {
     pub atom: u32,
     /// Runs only when one of its literals hit; otherwise on every value.
     pub prefiltered: bool,
+    /// Its literals come in two groups (targets `Verifier` and
+    /// `VerifierAlso`), each from a different piece every match contains:
+    /// it runs only when a literal of each group hit in the value.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub conjunctive: bool,
     /// Needs the bounded backtracking engine (look-around, backreferences).
     #[serde(default)]
     pub backtrack: bool,

@@ -9,6 +9,7 @@
 //! scan into super-linear time.
 
 use crate::bitset::BitSet;
+use crate::candidates::Candidates;
 use crate::deadline::Deadline;
 use crate::program::{FieldPlan, LiteralTarget};
 use crate::shared_builds::SharedBuilds;
@@ -46,6 +47,9 @@ type Lazy<T> = OnceLock<Result<T, ScanBuildError>>;
 pub(crate) struct Verifier {
     pub atom: u32,
     pub prefiltered: bool,
+    /// Runs only when a literal of its second group hit too (see
+    /// [`crate::program::VerifierPlan::conjunctive`]).
+    conjunctive: bool,
     /// Needs the bounded backtracking engine (look-around, backreferences).
     backtrack: bool,
     pattern: String,
@@ -336,6 +340,7 @@ impl FieldScanner {
                 Verifier {
                     atom: v.atom,
                     prefiltered: v.prefiltered,
+                    conjunctive: v.conjunctive,
                     backtrack: v.backtrack,
                     pattern,
                     relaxed: v.relaxed.clone(),
@@ -539,7 +544,7 @@ impl FieldScanner {
         &self,
         hay: &str,
         hits: &mut BitSet,
-        candidates: &mut BitSet,
+        candidates: &mut Candidates,
         caches: &mut [Option<meta::Cache>],
         gate_scratch: &mut Option<GateScratch>,
         relevant: Option<&BitSet>,
@@ -580,13 +585,18 @@ impl FieldScanner {
             return;
         }
         // Only the verifiers that may run: the prefiltered ones whose
-        // literals hit (the candidate bits just set; the engine clears them
-        // after each value), then those without literals. Looping over every
-        // verifier instead costs ~2 ns each per value, which thousands of
-        // prefiltered rules turn into microseconds on text that hits none.
+        // literals hit (the candidate bits just set, in each group of a
+        // conjunctive one; the engine clears them after each value), then
+        // those without literals. Looping over every verifier instead costs
+        // ~2 ns each per value, which thousands of prefiltered rules turn
+        // into microseconds on text that hits none.
         let range = self.verifier_base..self.verifier_base + self.verifiers.len();
-        for slot in candidates.iter() {
-            if range.contains(&slot) && wanted(&self.verifiers[slot - self.verifier_base]) {
+        for slot in candidates.first_hits() {
+            if !range.contains(&slot) {
+                continue;
+            }
+            let v = &self.verifiers[slot - self.verifier_base];
+            if wanted(v) && (!v.conjunctive || candidates.second_hit(slot)) {
                 if deadline.passed() {
                     return;
                 }
@@ -726,10 +736,13 @@ impl FieldScanner {
     }
 
     /// A literal hit: its atom is found, or its verifier a candidate.
-    fn mark(&self, t: LiteralTarget, hits: &mut BitSet, candidates: &mut BitSet) {
+    fn mark(&self, t: LiteralTarget, hits: &mut BitSet, candidates: &mut Candidates) {
         match t {
             LiteralTarget::Atom(a) => hits.insert(a as usize),
-            LiteralTarget::Verifier(v) => candidates.insert(self.verifier_base + v as usize),
+            LiteralTarget::Verifier(v) => candidates.hit_first(self.verifier_base + v as usize),
+            LiteralTarget::VerifierAlso(v) => {
+                candidates.hit_second(self.verifier_base + v as usize)
+            }
         }
     }
 
@@ -977,4 +990,75 @@ fn next_exit(needles: &[u8], hay: &[u8], from: usize) -> usize {
         _ => Some(0),
     };
     found.map_or(hay.len(), |i| from + i)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::field::{FieldRef, TopField};
+    use crate::program::{LiteralPlan, VerifierPlan};
+
+    /// A field with one prefiltered verifier whose pattern cannot be built,
+    /// so that running it at all counts its atom as found (fail closed):
+    /// the hit shows whether the scan ran it.
+    fn scanner(conjunctive: bool) -> FieldScanner {
+        let lit = |text: &str, target| LiteralPlan {
+            text: text.into(),
+            case_insensitive: true,
+            targets: vec![target],
+        };
+        let mut literals = vec![lit("before", LiteralTarget::Verifier(0))];
+        if conjunctive {
+            literals.push(lit("above", LiteralTarget::VerifierAlso(0)));
+        }
+        let plan = FieldPlan {
+            field: FieldRef::Top(TopField::MessageText),
+            shards: Vec::new(),
+            literals,
+            verifiers: vec![VerifierPlan {
+                atom: 0,
+                prefiltered: true,
+                conjunctive,
+                backtrack: false,
+                relaxed: None,
+            }],
+        };
+        FieldScanner::new(
+            &plan,
+            Vec::new(),
+            |_| ("(unbuildable".to_string(), None),
+            0,
+            Arc::default(),
+        )
+        .expect("the scanner is made; its verifier is built on first use")
+    }
+
+    fn runs(s: &FieldScanner, hay: &str) -> bool {
+        let mut hits = BitSet::new(1);
+        let mut candidates = Candidates::new(1);
+        let mut caches: Vec<_> = s.new_caches().collect();
+        s.scan_value(
+            hay,
+            &mut hits,
+            &mut candidates,
+            &mut caches,
+            &mut None,
+            None,
+            &Deadline::none(),
+        );
+        hits.contains(0)
+    }
+
+    #[test]
+    fn a_conjunctive_verifier_runs_only_when_both_groups_hit() {
+        let s = scanner(true);
+        assert!(!runs(&s, "everything BEFORE this"));
+        assert!(!runs(&s, "everything above this"));
+        assert!(runs(&s, "print everything Above, before this"));
+        // Overlapping and adjacent hits count for both groups.
+        assert!(runs(&s, "abovebefore"));
+        // One group alone is enough for a verifier that is not conjunctive.
+        assert!(runs(&scanner(false), "everything before this"));
+        assert!(!runs(&scanner(false), "nothing here"));
+    }
 }
