@@ -7,8 +7,8 @@
 //! PikeVM costs microseconds a byte), as an existence check: gate members
 //! and verifiers without a validator. So for each pattern — or, for a
 //! backtracking one, its relaxation (look-arounds dropped, back-references
-//! read as `.*`), which is what the scan rewrites — this compares
-//! `is_match` of the pattern and of the rewrite over:
+//! read as copies of their groups), which is what the scan rewrites — this
+//! compares `is_match` of the pattern and of the rewrite over:
 //! - the rule's own test and evasion inputs, as written and with non-ASCII
 //!   neighbours (`é`, a word character; `中`, one too; U+3000 and `。`, not
 //!   word characters) around them and in place of their spaces;
@@ -19,6 +19,9 @@
 //! repetition, a non-ASCII byte class) is left to the exact regex by the
 //! scan, so it is not compared here; the test reports how many there were
 //! and requires that most were rewritten.
+//!
+//! The second test checks that relaxation itself: wherever a backtracking
+//! pattern matches, its relaxation must too.
 
 use parallax_compiler::ir::AtomKind;
 use parallax_runtime::word_boundary::dfa_hir;
@@ -71,12 +74,15 @@ fn haystacks(source: &str, texts: &[String]) -> BTreeSet<String> {
     out
 }
 
-#[test]
-fn the_rewrite_matches_where_each_atr_pattern_does() {
-    let Some(corpus) = conformance::corpus("ATR word boundaries", "atr/rules") else {
-        return;
-    };
-    let dir = std::env::temp_dir().join(format!("parallax-atr-wb-{}", std::process::id()));
+/// Every regex pattern of the ATR corpus, with the case texts of every
+/// rule that uses it; `None` without the corpus.
+fn atr_patterns(label: &str) -> Option<BTreeMap<String, BTreeSet<String>>> {
+    let corpus = conformance::corpus(label, "atr/rules")?;
+    let dir = std::env::temp_dir().join(format!(
+        "parallax-atr-{}-{}",
+        label.replace(' ', "-"),
+        std::process::id()
+    ));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let config = dir.join("parallax.yaml");
     let fixture = std::fs::read_to_string(concat!(
@@ -106,6 +112,14 @@ fn the_rewrite_matches_where_each_atr_pattern_does() {
         }
     }
 
+    Some(patterns)
+}
+
+#[test]
+fn the_rewrite_matches_where_each_atr_pattern_does() {
+    let Some(patterns) = atr_patterns("ATR word boundaries") else {
+        return;
+    };
     let (mut rewritten, mut declined, mut compared) = (0usize, 0usize, 0usize);
     let mut too_large = 0usize;
     let mut differences = Vec::new();
@@ -171,4 +185,72 @@ fn the_rewrite_matches_where_each_atr_pattern_does() {
     // declined them all would make the comparison vacuous.
     assert!(rewritten >= 900, "only {rewritten} patterns rewritten");
     assert!(compared > 100_000, "only {compared} haystacks compared");
+}
+
+/// The relaxation of every backtracking ATR pattern
+/// (`compiler/src/relax.rs`: look-arounds dropped, a back-reference read as
+/// a copy of its group) must match wherever the pattern does: the scan
+/// skips the backtracking engine when it does not. Compared on the rule's
+/// own cases and on each required literal, and each case's words,
+/// repeated (what back-reference patterns look for).
+#[test]
+fn each_backtracking_atr_patterns_relaxation_matches_where_it_does() {
+    let Some(patterns) = atr_patterns("ATR relaxation") else {
+        return;
+    };
+    let (mut backtracking, mut matched, mut skipped) = (0usize, 0usize, 0usize);
+    let mut misses = Vec::new();
+    for (pattern, own) in &patterns {
+        if regex_automata::util::syntax::parse(pattern).is_ok() {
+            continue;
+        }
+        backtracking += 1;
+        let relaxed = parallax_compiler::literals::relax_backtracking(pattern);
+        let big = meta::Config::new().nfa_size_limit(Some(64 << 20));
+        let (Ok(fancy), Ok(linear)) = (
+            fancy_regex::RegexBuilder::new(pattern)
+                .backtrack_limit(parallax_runtime::scan::BACKTRACK_LIMIT)
+                .build(),
+            meta::Builder::new().configure(big).build(&relaxed),
+        ) else {
+            skipped += 1;
+            continue;
+        };
+        let mut hays: BTreeSet<String> = own.iter().map(|t| cut(t).to_string()).collect();
+        for t in own {
+            for word in t.split_whitespace().take(8) {
+                hays.insert(format!("{word} ").repeat(24));
+            }
+        }
+        let literals =
+            parallax_compiler::literals::required_literals(&relaxed, 1).unwrap_or_default();
+        for lit in literals.iter().take(8) {
+            hays.insert(format!("{lit} ").repeat(24));
+        }
+        for hay in &hays {
+            if fancy.is_match(hay).unwrap_or(false) {
+                matched += 1;
+                if !linear.is_match(hay) {
+                    misses.push(format!("{pattern:?} relaxed to {relaxed:?} misses {hay:?}"));
+                }
+            }
+        }
+    }
+    println!(
+        "{backtracking} backtracking patterns ({skipped} not compared), \
+         {matched} matching haystacks, {} misses",
+        misses.len()
+    );
+    assert!(
+        misses.is_empty(),
+        "{} misses, first ones:\n{}",
+        misses.len(),
+        misses
+            .iter()
+            .take(10)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    assert!(matched > 100, "only {matched} haystacks matched: vacuous");
 }

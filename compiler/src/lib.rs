@@ -26,6 +26,7 @@ pub mod lower;
 pub mod plan;
 pub mod policy;
 pub mod regex_check;
+pub mod relax;
 pub mod sigma;
 pub mod source;
 pub mod source_digest;

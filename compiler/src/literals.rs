@@ -262,101 +262,7 @@ fn class_char(c: &Class) -> Option<char> {
     ok.then_some(letter)
 }
 
-/// A linear-syntax pattern whose matches contain every match of `pattern`,
-/// a regex that uses look-around or backreferences: look-around groups are
-/// dropped (they only narrow matches) and backreferences become `.*`. Its
-/// required literals are therefore required by `pattern` too.
-pub fn relax_backtracking(pattern: &str) -> String {
-    let b: Vec<char> = pattern.chars().collect();
-    let mut out = String::with_capacity(pattern.len());
-    let mut i = 0;
-    let mut in_class = false;
-    while i < b.len() {
-        let c = b[i];
-        if c == '\\' && i + 1 < b.len() {
-            let n = b[i + 1];
-            if !in_class && n.is_ascii_digit() && n != '0' {
-                out.push_str("(?s:.*)");
-                i += 2;
-                while i < b.len() && b[i].is_ascii_digit() {
-                    i += 1;
-                }
-                continue;
-            }
-            if !in_class && n == 'k' && b.get(i + 2) == Some(&'<') {
-                out.push_str("(?s:.*)");
-                i += 3;
-                while i < b.len() && b[i] != '>' {
-                    i += 1;
-                }
-                i += 1;
-                continue;
-            }
-            out.push(c);
-            out.push(n);
-            i += 2;
-            continue;
-        }
-        if in_class {
-            if c == ']' {
-                in_class = false;
-            }
-            out.push(c);
-            i += 1;
-            continue;
-        }
-        if c == '[' {
-            in_class = true;
-            out.push(c);
-            // A `]` right after `[` or `[^` is a literal member.
-            if b.get(i + 1) == Some(&'^') {
-                out.push('^');
-                i += 1;
-            }
-            if b.get(i + 1) == Some(&']') {
-                out.push(']');
-                i += 1;
-            }
-            i += 1;
-            continue;
-        }
-        let rest: String = b[i..b.len().min(i + 4)].iter().collect();
-        if ["(?=", "(?!", "(?<=", "(?<!"]
-            .iter()
-            .any(|p| rest.starts_with(p))
-        {
-            i = skip_group(&b, i);
-            continue;
-        }
-        out.push(c);
-        i += 1;
-    }
-    out
-}
-
-/// The index just past the group opening at `start`.
-fn skip_group(b: &[char], start: usize) -> usize {
-    let mut depth = 0usize;
-    let mut i = start;
-    let mut in_class = false;
-    while i < b.len() {
-        match b[i] {
-            '\\' => i += 1,
-            '[' if !in_class => in_class = true,
-            ']' if in_class => in_class = false,
-            '(' if !in_class => depth += 1,
-            ')' if !in_class => {
-                depth -= 1;
-                if depth == 0 {
-                    return i + 1;
-                }
-            }
-            _ => {}
-        }
-        i += 1;
-    }
-    b.len()
-}
+pub use crate::relax::relax_backtracking;
 
 #[cfg(test)]
 mod tests {
@@ -455,13 +361,5 @@ mod tests {
             required_literals(r"忽略之前", 3),
             Some(vec!["忽略之前".to_string()])
         );
-    }
-
-    #[test]
-    fn relaxes_look_around_and_backreferences() {
-        assert_eq!(relax_backtracking(r"foo(?!bar)baz"), "foobaz");
-        assert_eq!(relax_backtracking(r"(?<=x[)])y"), "y");
-        assert_eq!(relax_backtracking(r"(a+)\1"), "(a+)(?s:.*)");
-        assert_eq!(relax_backtracking(r"[(?=]x"), "[(?=]x");
     }
 }

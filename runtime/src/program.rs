@@ -313,8 +313,9 @@ pub struct VerifierPlan {
     #[serde(default)]
     pub backtrack: bool,
     /// For a backtracking verifier: its pattern with look-arounds dropped
-    /// and backreferences read as `.*`, a linear-time superset. When it
-    /// does not match, the backtracking engine need not run.
+    /// and each backreference read as a copy of its group (or `.*`), a
+    /// linear-time superset (`parallax_compiler::relax`). When it does not
+    /// match, the backtracking engine need not run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub relaxed: Option<String>,
 }
