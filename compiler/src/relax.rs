@@ -123,9 +123,9 @@ pub fn relax_backtracking(pattern: &str) -> String {
                     .iter()
                     .any(|p| rest.starts_with(p))
                 {
-                    let end = skip_group(&b, i);
+                    let (end, captures) = skip_group(&b, i);
                     // Their groups still take numbers.
-                    for name in capture_names(&b[i + 1..end]) {
+                    for name in captures {
                         if let Some(name) = name {
                             names.push((name, groups.len()));
                         }
@@ -223,29 +223,6 @@ fn capture_at(b: &[char], i: usize) -> Option<(Option<String>, usize)> {
     Some((Some(b[named_from..end].iter().collect()), end + 1))
 }
 
-/// The capture groups opening in `b` (a look-around being dropped), in
-/// order, with their names.
-fn capture_names(b: &[char]) -> Vec<Option<String>> {
-    let mut out = Vec::new();
-    let mut i = 0;
-    let mut in_class = false;
-    while i < b.len() {
-        match b[i] {
-            '\\' => i += 1,
-            '[' if !in_class => in_class = true,
-            ']' if in_class => in_class = false,
-            '(' if !in_class => {
-                if let Some((name, _)) = capture_at(b, i) {
-                    out.push(name);
-                }
-            }
-            _ => {}
-        }
-        i += 1;
-    }
-    out
-}
-
 /// `text` with every capture group made non-capturing (a copy must not
 /// add groups, nor repeat a group's name).
 fn non_capturing(text: &str) -> String {
@@ -281,9 +258,12 @@ fn non_capturing(text: &str) -> String {
     out
 }
 
-/// The index just past the group opening at `start`.
-fn skip_group(b: &[char], start: usize) -> usize {
+/// The index just past the group opening at `start` (a look-around being
+/// dropped), and the capture groups that open inside it, in order, with
+/// their names.
+fn skip_group(b: &[char], start: usize) -> (usize, Vec<Option<String>>) {
     let mut depth = 0usize;
+    let mut captures = Vec::new();
     let mut i = start;
     let mut in_class = false;
     while i < b.len() {
@@ -291,18 +271,25 @@ fn skip_group(b: &[char], start: usize) -> usize {
             '\\' => i += 1,
             '[' if !in_class => in_class = true,
             ']' if in_class => in_class = false,
-            '(' if !in_class => depth += 1,
+            '(' if !in_class => {
+                depth += 1;
+                if i > start {
+                    if let Some((name, _)) = capture_at(b, i) {
+                        captures.push(name);
+                    }
+                }
+            }
             ')' if !in_class => {
                 depth = depth.saturating_sub(1);
                 if depth == 0 {
-                    return i + 1;
+                    return (i + 1, captures);
                 }
             }
             _ => {}
         }
         i += 1;
     }
-    b.len()
+    (b.len(), captures)
 }
 
 #[cfg(test)]
