@@ -14,7 +14,8 @@ use crate::deadline::Deadline;
 use crate::program::{FieldPlan, LiteralTarget};
 use crate::shared_builds::SharedBuilds;
 use crate::validator::Validator;
-use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
+use aho_corasick::automaton::{Automaton as _, Candidate};
+use aho_corasick::{Anchored, MatchKind, PatternID};
 use regex_automata::dfa::{dense, Automaton};
 use regex_automata::hybrid::dfa as lazy;
 use regex_automata::nfa::thompson::{self, WhichCaptures};
@@ -35,7 +36,9 @@ struct Shard {
 }
 
 struct LiteralSet {
-    ac: AhoCorasick,
+    /// The automaton itself rather than the `AhoCorasick` wrapper: the scan
+    /// walks it by hand ([`literal_hits`]).
+    ac: aho_corasick::dfa::DFA,
     targets: Vec<Vec<LiteralTarget>>,
 }
 
@@ -419,10 +422,9 @@ impl FieldScanner {
                 if lits.is_empty() {
                     return Ok(None);
                 }
-                let ac = AhoCorasick::builder()
+                let ac = aho_corasick::dfa::Builder::new()
                     .match_kind(MatchKind::Standard)
                     .ascii_case_insensitive(ci == 1)
-                    .kind(Some(AhoCorasickKind::DFA))
                     .build(lits.iter().map(|l| l.text.as_bytes()))
                     .map_err(|e| ScanBuildError::Literals {
                         field: self.field.clone(),
@@ -575,11 +577,11 @@ impl FieldScanner {
                     continue;
                 }
             };
-            for m in set.ac.find_overlapping_iter(bytes) {
-                for t in &set.targets[m.pattern().as_usize()] {
+            literal_hits(&set.ac, bytes, |pattern| {
+                for t in &set.targets[pattern.as_usize()] {
                     self.mark(*t, hits, candidates);
                 }
-            }
+            });
         }
         if deadline.passed() {
             return;
@@ -663,28 +665,18 @@ impl FieldScanner {
                     PatternSet::new(gate.set.dfa.pattern_len()),
                 )
             });
-            found.clear();
             // An error (never expected: see AnyText) leaves the gates below
             // to run.
-            if gate
-                .set
-                .dfa
-                .try_which_overlapping_matches(cache, &input, found)
-                .is_ok()
-            {
+            if which_members_match(&gate.set.dfa, cache, bytes, found).is_ok() {
                 return Some((&gate.members, &gate.alone, found));
             }
         }
         if let Some(gate) = self.gate_dfa() {
             let (cache, found) = dfa
                 .get_or_insert_with(|| (gate.create_cache(), PatternSet::new(gate.pattern_len())));
-            found.clear();
             // An error: a Unicode word boundary met a non-ASCII byte (the
             // DFA's quit bytes); the exact gate reads such text.
-            if gate
-                .try_which_overlapping_matches(cache, &input, found)
-                .is_ok()
-            {
+            if which_members_match(gate, cache, bytes, found).is_ok() {
                 return Some((&self.gate_members, &[], found));
             }
         }
@@ -966,6 +958,108 @@ pub(crate) fn dfa_gate(patterns: &[&str]) -> Option<lazy::DFA> {
         .ok()
 }
 
+/// Calls `hit` with every literal of `ac` that occurs in `hay`, once per
+/// occurrence (overlapping ones included), in one forward walk.
+///
+/// The crate's overlapping iterator reports the same occurrences, but it
+/// returns to its caller at every one and resumes from a saved state:
+/// on prose, where the prefilters' common words hit every few dozen bytes,
+/// that cost 21 instructions a byte on the shipped 1 KB bench message.
+/// Here a match state's literals are taken where the walk stands. With a
+/// prefilter (small literal sets) the start state is special, and the walk
+/// jumps to the next place a literal may start, as the crate's own search
+/// does; no occurrence can begin in the bytes skipped.
+fn literal_hits(ac: &aho_corasick::dfa::DFA, hay: &[u8], mut hit: impl FnMut(PatternID)) {
+    // Unanchored searches are always supported by a DFA built unanchored
+    // (the default); the literals are never empty, so the start state is
+    // not a match state.
+    let Ok(start) = ac.start_state(Anchored::No) else {
+        return;
+    };
+    let prefilter = ac.prefilter();
+    let mut sid = start;
+    let mut at = 0;
+    while at < hay.len() {
+        sid = ac.next_state(Anchored::No, sid, hay[at]);
+        if ac.is_special(sid) {
+            if ac.is_dead(sid) {
+                return;
+            } else if ac.is_match(sid) {
+                for i in 0..ac.match_len(sid) {
+                    hit(ac.match_pattern(sid, i));
+                }
+            } else if let Some(pre) = prefilter {
+                // Special and neither dead nor a match: the start state,
+                // special only because a prefilter is on.
+                match pre.find_in(hay, aho_corasick::Span::from(at..hay.len())) {
+                    Candidate::None => return,
+                    Candidate::Match(m) if m.start() > at => {
+                        at = m.start();
+                        continue;
+                    }
+                    Candidate::PossibleStartOfMatch(i) if i > at => {
+                        at = i;
+                        continue;
+                    }
+                    _ => {}
+                }
+            }
+        }
+        at += 1;
+    }
+}
+
+/// Fills `found` with every pattern of a gate's DFA that matches anywhere
+/// in `hay`, in one forward walk.
+///
+/// regex-automata's overlapping search answers the same question, but it
+/// returns to its caller at every match and is written for results with
+/// many matches (it keeps a resumable state, tracks progress for the
+/// give-up heuristic, checks a prefilter): on the shipped 1 KB bench
+/// message it cost 27 instructions a byte. This walk does one transition
+/// and one tag check a byte and takes every pattern of a match state as it
+/// passes it. Matches are reported one byte late (a DFA enters the match
+/// state on the byte after the match), hence the end-of-input transition.
+/// The gates never give up on their cache (see [`dfa_gate`]), and a cache
+/// cleared mid-walk keeps the state being left, so the walk goes on.
+fn which_members_match(
+    dfa: &lazy::DFA,
+    cache: &mut lazy::Cache,
+    hay: &[u8],
+    found: &mut PatternSet,
+) -> Result<(), regex_automata::MatchError> {
+    use regex_automata::MatchError;
+    found.clear();
+    let mut sid = dfa.start_state_forward(cache, &Input::new(hay))?;
+    let mut take = |dfa: &lazy::DFA, cache: &lazy::Cache, sid| {
+        for i in 0..dfa.match_len(cache, sid) {
+            // Cannot fail: the set has room for every pattern of the DFA.
+            let _ = found.try_insert(dfa.match_pattern(cache, sid, i));
+        }
+    };
+    for (at, &byte) in hay.iter().enumerate() {
+        sid = dfa
+            .next_state(cache, sid, byte)
+            .map_err(|_| MatchError::gave_up(at))?;
+        if sid.is_tagged() {
+            if sid.is_match() {
+                take(dfa, cache, sid);
+            } else if sid.is_dead() {
+                return Ok(());
+            } else if sid.is_quit() {
+                return Err(MatchError::quit(byte, at));
+            }
+        }
+    }
+    sid = dfa
+        .next_eoi_state(cache, sid)
+        .map_err(|_| MatchError::gave_up(hay.len()))?;
+    if sid.is_match() {
+        take(dfa, cache, sid);
+    }
+    Ok(())
+}
+
 /// A linear-time regex for verification and span finding.
 pub fn linear_regex(pattern: &str) -> Result<meta::Regex, Box<meta::BuildError>> {
     meta::Builder::new()
@@ -1060,5 +1154,126 @@ mod tests {
         // One group alone is enough for a verifier that is not conjunctive.
         assert!(runs(&scanner(false), "everything before this"));
         assert!(!runs(&scanner(false), "nothing here"));
+    }
+
+    /// The gate's one-pass walk names exactly the patterns regex-automata's
+    /// overlapping search names: patterns that match empty, at the edges,
+    /// across each other, with word boundaries and line anchors, on texts
+    /// built from their own pieces. A walk that missed the end-of-input
+    /// transition, or kept only a match state's first pattern, fails it.
+    #[test]
+    fn the_gate_walk_finds_what_the_overlapping_search_finds() {
+        let patterns = [
+            r"(?i)ignore\s+(?:all\s+)?previous",
+            r"previous\b",
+            r"(?m)^rm\s+-rf$",
+            r"\bfoo",
+            r"oo\b",
+            r"x*",
+            r"(?i)ab|bc|cd",
+            r"bc",
+            r"\d{3}-\d{4}",
+            r"z$",
+        ];
+        let dfa = dfa_gate(&patterns).expect("the gate builds");
+        let pieces = [
+            "ignore ",
+            "IGNORE  all ",
+            "previous",
+            "previously",
+            "rm -rf",
+            "\n",
+            "foo",
+            " ",
+            "abcd",
+            "555-1234",
+            "z",
+            "x",
+        ];
+        let mut cache = dfa.create_cache();
+        let mut walked = PatternSet::new(dfa.pattern_len());
+        let mut searched = PatternSet::new(dfa.pattern_len());
+        let mut texts = vec![String::new()];
+        for a in pieces {
+            for b in pieces {
+                for c in ["", "z", "foo", "\nrm -rf"] {
+                    texts.push(format!("{a}{b}{c}"));
+                }
+            }
+        }
+        let mut matched_some = 0;
+        for text in &texts {
+            which_members_match(&dfa, &mut cache, text.as_bytes(), &mut walked)
+                .expect("ASCII text never quits");
+            searched.clear();
+            dfa.try_which_overlapping_matches(&mut cache, &Input::new(text), &mut searched)
+                .expect("ASCII text never quits");
+            let w: Vec<_> = walked.iter().collect();
+            let o: Vec<_> = searched.iter().collect();
+            assert_eq!(w, o, "{text:?}");
+            matched_some += usize::from(w.len() > 1);
+        }
+        assert!(
+            matched_some > texts.len() / 2,
+            "the texts exercise the gate"
+        );
+    }
+
+    /// The literal walk reports every occurrence the crate's overlapping
+    /// iterator reports, the same number of times: for a small literal set
+    /// (a prefilter on, so the walk jumps) and a large one (none), cased
+    /// and caseless, with literals inside and across each other. A walk
+    /// that took only a match state's first literal, or jumped past a
+    /// prefilter's candidate, fails it.
+    #[test]
+    fn the_literal_walk_finds_what_the_overlapping_iterator_finds() {
+        let small = ["token", "oke", "before", "for"];
+        let mut large: Vec<String> = small.iter().map(|s| s.to_string()).collect();
+        for a in ["ab", "bc", "ca", "xy", "act", "refactor"] {
+            for b in ["", "s", "ing", "ion"] {
+                large.push(format!("{a}{b}"));
+            }
+        }
+        let texts = [
+            "",
+            "Token tokens TOKENIZER before BEFOREHAND forfor",
+            "refactoring the acting abcab caxyz actions",
+            "nothing to see here",
+            "tokentokenoke forbeforefor",
+        ];
+        for ci in [false, true] {
+            let small_lits: Vec<String> = small.iter().map(|s| s.to_string()).collect();
+            for lits in [&small_lits, &large] {
+                let dfa = aho_corasick::dfa::Builder::new()
+                    .match_kind(MatchKind::Standard)
+                    .ascii_case_insensitive(ci)
+                    .build(lits)
+                    .expect("the automaton builds");
+                if !ci && lits.len() == small.len() {
+                    assert!(dfa.prefilter().is_some(), "the jumps are exercised");
+                }
+                let reference = aho_corasick::AhoCorasick::builder()
+                    .match_kind(MatchKind::Standard)
+                    .ascii_case_insensitive(ci)
+                    .build(lits)
+                    .expect("the automaton builds");
+                let mut long = String::new();
+                for t in texts {
+                    long.push_str(t);
+                    long.push_str(&"z".repeat(300));
+                }
+                for text in texts.iter().copied().chain([long.as_str()]) {
+                    let mut walked = Vec::new();
+                    literal_hits(&dfa, text.as_bytes(), |p| walked.push(p.as_usize()));
+                    let mut expected: Vec<usize> = reference
+                        .find_overlapping_iter(text)
+                        .map(|m| m.pattern().as_usize())
+                        .collect();
+                    walked.sort_unstable();
+                    expected.sort_unstable();
+                    assert_eq!(walked, expected, "{text:?} ci={ci} {} literals", lits.len());
+                }
+            }
+        }
     }
 }
