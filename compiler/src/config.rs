@@ -152,6 +152,9 @@ fn read(path: &Path) -> Result<String, CompileError> {
 /// [`ConfigSources::errors`].
 pub fn load(path: &Path) -> Result<ConfigSources, CompileErrors> {
     let text = read(path)?;
+    if let Some(state_db) = bare_policy_file(&text) {
+        return Ok(load_bare_policy(path, state_db));
+    }
     let file: ConfigFile = yaml::from_str(&text).map_err(|m| CompileError::file(path, m))?;
     let front_doors = front_door_sections(&file).map_err(|m| CompileError::file(path, m))?;
     let base = path.parent().unwrap_or(Path::new("."));
@@ -274,6 +277,59 @@ pub fn load(path: &Path) -> Result<ConfigSources, CompileErrors> {
         atr: file.atr,
         policy: file.policy,
     })
+}
+
+/// Whether `text` is a parlok policy file rather than a Parallax config (a
+/// mapping with `policies:`, which no config has): then `Some` of its
+/// `state_db`, if it names one.
+pub(crate) fn bare_policy_file(text: &str) -> Option<Option<String>> {
+    let value: serde_yaml::Value = serde_yaml::from_str(text).ok()?;
+    let map = value.as_mapping()?;
+    map.get("policies")?;
+    Some(
+        map.get("state_db")
+            .and_then(|v| v.as_str())
+            .map(str::to_string),
+    )
+}
+
+/// A parlok policy file given where a config is expected (`parallax lint
+/// firewall.yaml`, `Firewall.from_file`): its policies are the whole
+/// program, with no rules tree beside them and default settings, except
+/// that parlok's `state_db` is where approvals and the known-recipients
+/// memory are kept (relative to the file's folder; without one, in
+/// memory, as parlok without a state store).
+fn load_bare_policy(path: &Path, state_db: Option<String>) -> ConfigSources {
+    let base = path.parent().unwrap_or(Path::new("."));
+    let mut errors = Vec::new();
+    let mut evaluators = Vec::new();
+    match policy_evaluator(path) {
+        Ok(ev) => evaluators.push(ev),
+        Err(e) => errors.push(e),
+    }
+    let state_path = match state_db.as_deref().map(str::trim) {
+        Some(db) if !db.is_empty() && db != ":memory:" => base.join(db).display().to_string(),
+        _ => ":memory:".to_string(),
+    };
+    let mut front_doors = FrontDoorSections::new();
+    front_doors.insert(
+        "approvals".to_string(),
+        serde_json::json!({ "path": state_path }),
+    );
+    ConfigSources {
+        path: path.to_path_buf(),
+        settings: ProgramSettings {
+            state: StateSettings::default(),
+            front_doors,
+        },
+        evaluators,
+        disabled: Vec::new(),
+        sigma: SigmaContext::default(),
+        inputs: vec![path.to_path_buf()],
+        errors,
+        atr: AtrConfig::default(),
+        policy: PolicyConfig::default(),
+    }
 }
 
 /// The evaluator of one parlok policy file, named after it.

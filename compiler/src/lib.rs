@@ -52,3 +52,10 @@ pub fn load(config: &Path) -> Result<RuleSet, CompileErrors> {
 pub fn compile_file(config: &Path) -> Result<Compiled, CompileErrors> {
     Ok(plan::compile(&load(config)?, &Limits::default()))
 }
+
+/// Whether `path` is a bare parlok policy file (`version:` and `policies:`)
+/// rather than a Parallax config: [`load`] takes either, and a bare file's
+/// program is its policies alone.
+pub fn is_policy_file(path: &Path) -> bool {
+    std::fs::read_to_string(path).is_ok_and(|t| config::bare_policy_file(&t).is_some())
+}

@@ -110,6 +110,29 @@ struct Policy {
 /// dashboard's inbox, as parlok's console prompt is answered by hand).
 pub const VIA_NAMES: [&str; 3] = ["slack", "webhook", "console"];
 
+/// parlok's names for its approvers, as its policy files write them in
+/// `via:` (its `SlackApproverCard` is `slack_approval_card` in its example
+/// file), each with the notifier of Parallax's that does the same job.
+pub const VIA_ALIASES: [(&str, &str); 5] = [
+    ("slack_approval_card", "slack"),
+    ("slack_approver_card", "slack"),
+    ("webhook_approver", "webhook"),
+    ("webhook_approval", "webhook"),
+    ("console_approver", "console"),
+];
+
+/// The notifier a `via:` name stands for: one of [`VIA_NAMES`], or the
+/// one a parlok approver name ([`VIA_ALIASES`]) maps to.
+pub fn canonical_via(name: &str) -> Option<&'static str> {
+    let name = name.trim();
+    VIA_NAMES.iter().find(|n| **n == name).copied().or_else(|| {
+        VIA_ALIASES
+            .iter()
+            .find(|(alias, _)| *alias == name)
+            .map(|(_, n)| *n)
+    })
+}
+
 /// parlok's `after_hours(tz, start_hour, end_hour)` names the *working*
 /// day (true outside it); Parallax's `after_hours(tz, 'HH:MM', 'HH:MM')`
 /// names the after-hours window. The integer form is rewritten to the
@@ -244,12 +267,22 @@ pub fn load_file(path: &Path, stem: &str) -> Result<Vec<Value>, CompileError> {
         if p.via.is_some() && p.decision != Decision::Approve {
             return Err(fail("`via` is for `approve` decisions".into()));
         }
-        let via = p.via.as_ref().map(OneOrMany::items).unwrap_or_default();
-        if let Some(bad) = via.iter().find(|v| !VIA_NAMES.contains(&v.as_str())) {
-            return Err(fail(format!(
-                "via `{bad}`: an approval is asked via {}",
-                VIA_NAMES.join(", ")
-            )));
+        let mut via = Vec::new();
+        for v in p.via.as_ref().map(OneOrMany::items).unwrap_or_default() {
+            let Some(n) = canonical_via(&v) else {
+                return Err(fail(format!(
+                    "via `{v}`: an approval is asked via {} (or parlok's approver names {})",
+                    VIA_NAMES.join(", "),
+                    VIA_ALIASES
+                        .iter()
+                        .map(|(a, _)| *a)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )));
+            };
+            if !via.iter().any(|x: &String| x == n) {
+                via.push(n.to_string());
+            }
         }
         let mut m = Mapping::new();
         let mut put = |k: &str, v: Value| {
@@ -258,8 +291,8 @@ pub fn load_file(path: &Path, stem: &str) -> Result<Vec<Value>, CompileError> {
         put("id", Value::String(id.clone()));
         put("title", Value::String(p.name.clone()));
         let mut description = format!("policy `{}` of {}", p.name, path.display());
-        if let Some(via) = &p.via {
-            description.push_str(&format!(" (approval via {})", via.items().join(", ")));
+        if !via.is_empty() {
+            description.push_str(&format!(" (approval via {})", via.join(", ")));
         }
         put("description", Value::String(description));
         put("action", Value::String(action.into()));

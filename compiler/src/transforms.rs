@@ -11,11 +11,12 @@ use parallax_runtime::transform::check_pattern;
 use parallax_runtime::{Action, CachedRegex, FieldRef, Transform, TransformOp};
 
 /// The transform names, for messages.
-pub const NAMES: [&str; 6] = [
+pub const NAMES: [&str; 7] = [
     "redact_pii",
     "redact_secrets",
     "clamp_length(n)",
     "strip_urls",
+    "tone_check",
     "enforce_template(regex)",
     "replace(regex, text)",
 ];
@@ -84,6 +85,7 @@ fn parse_call(call: &str) -> Result<TransformOp, String> {
         ("redact_pii", []) => TransformOp::RedactPii,
         ("redact_secrets", []) => TransformOp::RedactSecrets,
         ("strip_urls", []) => TransformOp::StripUrls,
+        ("tone_check", []) => TransformOp::ToneCheck,
         ("clamp_length", [Arg::Int(n)]) if *n > 0 => TransformOp::ClampLength { max: *n as usize },
         ("clamp_length", _) => {
             return Err("takes one positive integer, e.g. clamp_length(500)".into())
@@ -101,7 +103,7 @@ fn parse_call(call: &str) -> Result<TransformOp, String> {
                 "takes a quoted regex and a quoted text, e.g. replace('\\d{16}', '[CARD]')".into(),
             )
         }
-        ("redact_pii" | "redact_secrets" | "strip_urls", _) => {
+        ("redact_pii" | "redact_secrets" | "strip_urls" | "tone_check", _) => {
             return Err("takes no arguments".into())
         }
         (other, _) => {

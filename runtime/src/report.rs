@@ -189,13 +189,14 @@ impl Report {
             let reason = late.reason.clone().unwrap_or_else(|| rule.title.clone());
             results.push(rule_result(engine, late.rule, None, Some(reason)));
         }
-        // A value failing a rule's `enforce_template` makes that rule block.
-        for &r in rewrite.iter().flat_map(|rw| &rw.violations) {
-            let rule = &program.rules[r as usize];
+        // A value failing a rule's `enforce_template` or `tone_check`
+        // makes that rule block.
+        for (r, why) in rewrite.iter().flat_map(|rw| &rw.violations) {
+            let rule = &program.rules[*r as usize];
             tally.add(Action::Block, rule.monitor);
-            let mut result = rule_result(engine, r, None, None);
+            let mut result = rule_result(engine, *r, None, None);
             result.action = Action::Block;
-            result.reason = format!("{} (a value does not match its template)", result.reason);
+            result.reason = format!("{} ({why})", result.reason);
             results.push(result);
         }
         let mut reasons: Vec<String> = results

@@ -51,6 +51,9 @@ pub enum TransformOp {
     EnforceTemplate { pattern: CachedRegex },
     /// Every match of `pattern` becomes `with` (`$1`, `${name}` expand).
     Replace { pattern: CachedRegex, with: String },
+    /// Shouting is calmed; hostile language refuses the event
+    /// ([`crate::tone`]).
+    ToneCheck,
 }
 
 impl TransformOp {
@@ -62,6 +65,7 @@ impl TransformOp {
             TransformOp::StripUrls => "strip_urls",
             TransformOp::EnforceTemplate { .. } => "enforce_template",
             TransformOp::Replace { .. } => "replace",
+            TransformOp::ToneCheck => "tone_check",
         }
     }
 }
@@ -110,9 +114,10 @@ pub fn check_pattern(pattern: &str) -> Result<(), String> {
 #[derive(Debug, Clone)]
 pub struct Rewrite {
     pub event: Event,
-    /// Rules (indexes into `Program::rules`) whose `enforce_template` a
-    /// value failed: the event is refused.
-    pub violations: Vec<u32>,
+    /// Rules (indexes into `Program::rules`) whose `enforce_template` or
+    /// `tone_check` a value failed, each with what failed: the event is
+    /// refused.
+    pub violations: Vec<(u32, String)>,
     /// `redact` rules (a policy's `rewrite`) whose transforms found nothing
     /// to change: the call goes on as it was, so such a rule counts as an
     /// `allow` (parlok's outbound message with nothing to redact is
@@ -143,24 +148,46 @@ pub fn rewrite(engine: &Engine, event: &Event, matched: &[u32]) -> Option<Rewrit
         });
         let before = (rule.action == Action::Redact).then(|| rw.event.clone());
         for t in &rule.transforms {
-            if !apply(engine, t, &mut rw.event) && !rw.violations.contains(&r) {
-                rw.violations.push(r);
+            if let Some(why) = apply(engine, t, &mut rw.event) {
+                if !rw.violations.iter().any(|(v, _)| *v == r) {
+                    rw.violations.push((r, why));
+                }
             }
         }
-        if before.as_ref() == Some(&rw.event) && !rw.violations.contains(&r) {
+        if before.as_ref() == Some(&rw.event) && !rw.violations.iter().any(|(v, _)| *v == r) {
             rw.unchanged.push(r);
         }
     }
     out
 }
 
-/// Applies one transform; false when a value fails `enforce_template`.
-fn apply(engine: &Engine, t: &Transform, event: &mut Event) -> bool {
+/// Applies one transform; what failed when a value fails
+/// `enforce_template` or `tone_check`.
+fn apply(engine: &Engine, t: &Transform, event: &mut Event) -> Option<String> {
     let mut ok = true;
+    let mut failed: Option<String> = None;
     for field in &t.fields {
         match &t.op {
-            TransformOp::RedactPii => redact_category(engine, &PII_CATEGORIES, field, event),
-            TransformOp::RedactSecrets => redact_category(engine, &SECRET_CATEGORIES, field, event),
+            TransformOp::RedactPii => {
+                redact_category(engine, &PII_CATEGORIES, field, event);
+                for_each_source_mut(event, field, &mut |s| {
+                    crate::transform_detectors::redact_builtin_pii(s);
+                });
+            }
+            TransformOp::RedactSecrets => {
+                redact_category(engine, &SECRET_CATEGORIES, field, event);
+                for_each_source_mut(event, field, &mut |s| {
+                    crate::transform_detectors::redact_builtin_secrets(s);
+                });
+            }
+            TransformOp::ToneCheck => for_each_source_mut(event, field, &mut |s| {
+                if failed.is_none() {
+                    if let Some(word) = crate::tone::hostile_phrase(s) {
+                        failed = Some(format!("tone_check: hostile language (`{word}`)"));
+                    }
+                }
+                crate::tone::calm(s);
+            }),
             TransformOp::ClampLength { max } => for_each_source_mut(event, field, &mut |s| {
                 if let Some((cut, _)) = s.char_indices().nth(*max) {
                     s.truncate(cut);
@@ -185,7 +212,10 @@ fn apply(engine: &Engine, t: &Transform, event: &mut Event) -> bool {
             }
         }
     }
-    ok
+    if !ok {
+        return Some("a value does not match its template".into());
+    }
+    failed
 }
 
 /// The spans of the program's redaction rules of `categories` (rules that

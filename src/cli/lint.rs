@@ -24,10 +24,22 @@ pub fn run(config: Option<PathBuf>) -> ExitCode {
     };
     let compiled = parallax_compiler::plan::compile(&rules, &parallax_compiler::Limits::default());
     let via = crate::settings::checks::via_problems(&settings, &compiled.program);
-    if !via.is_empty() {
+    let bare_policy = parallax_compiler::is_policy_file(&path);
+    if !via.is_empty() && !bare_policy {
         return report_problems(&path, &via);
     }
     println!("{}", path.display());
+    if bare_policy {
+        println!("  a parlok policy file: its policies are the whole program");
+        for v in &via {
+            println!(
+                "warning: {v}; with the policy file alone, held calls wait to be decided \
+                 through the approvals API, the dashboard or the embedded engine \
+                 (Firewall.approve / deny): name it in a parallax.yaml's policy_files with \
+                 approvals configured to notify"
+            );
+        }
+    }
     for w in &rules.warnings {
         println!("warning: {w}");
     }

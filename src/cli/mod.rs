@@ -17,6 +17,7 @@ mod revert;
 mod serve;
 mod setup;
 mod test;
+pub mod test_calls;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -77,6 +78,10 @@ pub enum Command {
     Lint {
         #[arg(short, long)]
         config: Option<PathBuf>,
+        /// The config (or a bare parlok policy file) to check, as `-c`
+        /// does: `parallax lint firewall.yaml`.
+        #[arg(value_name = "FILE", conflicts_with = "config")]
+        file: Option<PathBuf>,
         /// Compile every Sigma rule under DIR instead (field mappings from
         /// the config's `sigma:` section, if there is a config).
         #[arg(long, value_name = "DIR")]
@@ -89,8 +94,15 @@ pub enum Command {
         /// Config to test (with --atr: whose `atr:` section applies).
         #[arg(short, long)]
         config: Option<PathBuf>,
-        /// Fixture files to run against the whole chain.
+        /// Fixture files to run against the whole chain. Without `-c`, a
+        /// first `.yaml`/`.yml` file is the config instead (a bare parlok
+        /// policy file: `parallax test firewall.yaml --call '{...}'`).
         fixtures: Vec<PathBuf>,
+        /// A parlok tool call to decide (JSON: `adapter`, `action`,
+        /// `recipient`, `body`, `subject`, `metadata`) or a whole event
+        /// (with `stage`); repeatable. Prints each decision.
+        #[arg(long, value_name = "JSON")]
+        call: Vec<String>,
         /// An ATR corpus (or its rules/ folder): run every rule's
         /// true_positives, true_negatives and evasion_tests.
         #[arg(long, value_name = "DIR")]
@@ -282,9 +294,13 @@ pub fn run(cli: Cli) -> ExitCode {
             file,
             baked_only,
         } => eval::run(config, file, baked_only),
-        Command::Lint { config, sigma } => match sigma {
-            Some(dir) => lint::run_sigma(config, &dir),
-            None => lint::run(config),
+        Command::Lint {
+            config,
+            file,
+            sigma,
+        } => match sigma {
+            Some(dir) => lint::run_sigma(config.or(file), &dir),
+            None => lint::run(config.or(file)),
         },
         Command::Compile { config, emit } => compile::run(config, emit),
         Command::Init { dir } => init::run(dir),
@@ -348,15 +364,33 @@ pub fn run(cli: Cli) -> ExitCode {
             atr: Some(dir),
             failures,
             baked,
+            call,
         } => {
             if !fixtures.is_empty() {
                 return fail("fixture files and --atr are separate runs; give one or the other");
             }
+            if !call.is_empty() {
+                return fail("--call and --atr are separate runs; give one or the other");
+            }
             test::run_atr(dir, config, failures, baked)
         }
         Command::Test {
-            config, fixtures, ..
-        } => test::run(config, fixtures),
+            config,
+            mut fixtures,
+            call,
+            ..
+        } => {
+            let config = config.or_else(|| {
+                let first = fixtures.first()?;
+                let yaml = first.extension().is_some_and(|e| e == "yaml" || e == "yml");
+                yaml.then(|| fixtures.remove(0))
+            });
+            if call.is_empty() {
+                test::run(config, fixtures)
+            } else {
+                test_calls::run(config, fixtures, call)
+            }
+        }
         Command::Docs {
             what: DocsCommand::Rules { config },
         } => docs::run(config),

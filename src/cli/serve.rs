@@ -58,10 +58,17 @@ pub fn run(opts: Options) -> ExitCode {
     if let Some(p) = crate::settings::checks::problems(&settings).first() {
         return fail(p);
     }
-    if let Some(p) =
-        crate::settings::checks::via_problems(&settings, loaded.engine.program()).first()
-    {
-        return fail(p);
+    let bare_policy = loaded
+        .config
+        .as_deref()
+        .is_some_and(parallax_compiler::is_policy_file);
+    for p in crate::settings::checks::via_problems(&settings, loaded.engine.program()) {
+        if !bare_policy {
+            return fail(p);
+        }
+        // A bare policy file names no notifier settings: its held calls
+        // are decided over the approvals API and the dashboard.
+        tracing::warn!("{p}; decided over the approvals API and the dashboard");
     }
     settings.server.monitor |= opts.monitor;
     settings.proxy.enabled |= opts.mode == Mode::Proxy;

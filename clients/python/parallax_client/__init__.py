@@ -11,12 +11,22 @@ denied (``Denied``) as the policies say.
     fw = Firewall(Parallax("http://127.0.0.1:9920"))
     slack = fw.wrap(SlackAdapter(WebClient(token=...)))
     slack.chat_postMessage(channel="#sales", text="...")   # Denied if a policy says no
+
+``Firewall.from_file("firewall.yaml")`` decides in-process instead, with
+the compiled engine (``Embedded``): no server to run.
 """
 
-from ._http import VERSION as __version__
+from pkgutil import extend_path
+
+# The compiled engine (_engine) lives in the installed wheel; a checkout's
+# source run ahead of it on sys.path (the test suite does so) still finds it.
+__path__ = extend_path(__path__, __name__)
+
+from ._http import VERSION as __version__  # noqa: E402
 from .adapter import Adapter
 from .client import AsyncParallax, Parallax
 from .decision import Approval, Decision, Kind, RuleResult
+from .embedded import AsyncEmbedded, Embedded
 from .errors import (
     ApiError,
     ApprovalPending,
@@ -34,9 +44,11 @@ __all__ = [
     "ApiError",
     "Approval",
     "ApprovalPending",
+    "AsyncEmbedded",
     "AsyncParallax",
     "Decision",
     "Denied",
+    "Embedded",
     "Firewall",
     "Kind",
     "Parallax",

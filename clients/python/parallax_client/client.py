@@ -229,8 +229,17 @@ class AsyncParallax(_Base):
         return dict(answer) if isinstance(answer, Mapping) else {}
 
 
-def twins(client: Parallax | AsyncParallax) -> tuple[Parallax, AsyncParallax]:
-    """A sync and an async client with the same settings (one is ``client``)."""
+def twins(client: Any) -> tuple[Any, Any]:
+    """A sync and an async client with the same settings (one is ``client``):
+    :class:`Parallax` and :class:`AsyncParallax`, or an embedded engine's
+    :class:`~parallax_client.embedded.Embedded` and
+    :class:`~parallax_client.embedded.AsyncEmbedded` sharing one engine."""
+    from .embedded import AsyncEmbedded, Embedded
+
+    if isinstance(client, Embedded):
+        return client, AsyncEmbedded._sharing(client)
+    if isinstance(client, AsyncEmbedded):
+        return Embedded._sharing(client), client
     cfg = client.config
     kw: dict[str, Any] = dict(
         url=cfg.url,

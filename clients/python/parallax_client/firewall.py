@@ -16,18 +16,23 @@ from __future__ import annotations
 import functools
 import inspect
 import json
+import os
 import time
-from typing import Any, Callable, Mapping, TypeVar, cast, overload
+from typing import Any, Callable, Mapping, TypeVar, Union, cast, overload
 
 from ._calls import bind_arguments, invoke
 from .adapter import Adapter
 from .client import AsyncParallax, Parallax, twins
 from .decision import Approval, Decision, Kind
+from .embedded import AsyncEmbedded, Embedded
 from .errors import ApprovalPending, Denied
 from .toolcall import ToolCall
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
+
+#: What a firewall asks: a server's client, or the engine in-process.
+Client = Union[Parallax, AsyncParallax, Embedded, AsyncEmbedded]
 
 
 def _as_sent(args: Mapping[str, Any]) -> dict[str, Any]:
@@ -85,7 +90,7 @@ class Firewall:
 
     def __init__(
         self,
-        client: Parallax | AsyncParallax,
+        client: Client,
         *,
         approval_timeout: float = 300.0,
         session_id: str | None = None,
@@ -96,6 +101,40 @@ class Firewall:
         self.sync, self.aio = twins(client)
         self.approval_timeout = float(approval_timeout)
         self.session_id = session_id if session_id is not None else client.session_id
+
+    @classmethod
+    def from_file(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        approval_timeout: float = 300.0,
+        session_id: str | None = None,
+    ) -> Firewall:
+        """A firewall deciding in-process: ``path`` (a parlok policy file
+        or a Parallax config) is compiled now by the embedded engine; no
+        server is asked. A file that does not compile raises ``ValueError``."""
+        return cls(Embedded(path, session_id=session_id), approval_timeout=approval_timeout)
+
+    @property
+    def embedded(self) -> bool:
+        """Whether this firewall decides in-process (:meth:`from_file`)."""
+        return isinstance(self.sync, Embedded)
+
+    def _engine_client(self, verb: str) -> Embedded:
+        if not isinstance(self.sync, Embedded):
+            raise TypeError(
+                f"{verb}: a firewall over a server decides approvals through the server "
+                "(its approvals API, dashboard or Slack); this one is not embedded"
+            )
+        return self.sync
+
+    def approve(self, approval_id: str, *, by: str = "python", comment: str | None = None) -> Approval:
+        """Embedded mode: approves a held call (the waiting call goes ahead)."""
+        return self._engine_client("approve").approve(approval_id, by=by, comment=comment)
+
+    def deny(self, approval_id: str, *, by: str = "python", comment: str | None = None) -> Approval:
+        """Embedded mode: denies a held call (the waiting call raises ``Denied``)."""
+        return self._engine_client("deny").deny(approval_id, by=by, comment=comment)
 
     # -- deciding ---------------------------------------------------------
 

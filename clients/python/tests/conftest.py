@@ -80,11 +80,17 @@ def start_server(tmp: Path, edits: dict[str, str] | None = None) -> Server:
         assert old in config, f"{old!r} is not in the test config"
         config = config.replace(old, new)
     (tmp / "parallax.yaml").write_text(config)
+    return serve_config(tmp, Path("parallax.yaml"))
+
+
+def serve_config(tmp: Path, config: Path) -> Server:
+    """``parallax serve -c config`` (relative paths from ``tmp``, its
+    working directory) on a free port, once it answers ``/health``."""
     port = free_port()
     log = tmp / "serve.log"
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            [str(binary()), "serve", "-c", "parallax.yaml", "--port", str(port), "--log-level", "warn"],
+            [str(binary()), "serve", "-c", str(config), "--port", str(port), "--log-level", "warn"],
             cwd=tmp,
             stdout=out,
             stderr=subprocess.STDOUT,

@@ -15,7 +15,7 @@ a policy took out cannot stay in a block.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from ..adapter import Adapter, T
 from ..toolcall import ToolCall
@@ -43,10 +43,26 @@ def _block_texts(value: Any) -> list[str]:
 
 
 class SlackAdapter(Adapter[T]):
-    """``fw.wrap(SlackAdapter(WebClient(token=...)))``."""
+    """``fw.wrap(SlackAdapter(WebClient(token=...)))``, or, as parlok
+    writes it, ``SlackAdapter(token=...)``: an ``AsyncWebClient`` with that
+    token (``base_url`` for another Slack API address) is made for you."""
 
     name = "slack"
     methods = MESSAGE_METHODS | {"files_upload_v2"}
+
+    def __init__(self, target: T | None = None, *, token: str | None = None, base_url: str | None = None) -> None:
+        if target is None:
+            if token is None:
+                raise TypeError("SlackAdapter needs a slack_sdk client or token=...")
+            from slack_sdk.web.async_client import AsyncWebClient
+
+            kw: dict[str, Any] = {"token": token}
+            if base_url is not None:
+                kw["base_url"] = base_url
+            target = cast(T, AsyncWebClient(**kw))
+        elif token is not None or base_url is not None:
+            raise TypeError("give SlackAdapter a client or token=..., not both")
+        super().__init__(target)
 
     def normalise(self, method: str, kwargs: dict[str, Any]) -> ToolCall:
         if method == "files_upload_v2":

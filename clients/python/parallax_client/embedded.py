@@ -1,0 +1,244 @@
+"""The engine in-process: no server, no socket.
+
+:class:`Embedded` compiles a Parallax config or a bare parlok policy file
+(``version: 1`` and ``policies:``) with the compiled extension
+``parallax_client._engine`` (the same compiler and decision service as
+``parallax serve``) and answers each check in microseconds. It has the same
+methods as :class:`~parallax_client.Parallax` and answers with the same
+:class:`~parallax_client.Decision` objects, read from the same JSON, so
+:class:`~parallax_client.Firewall` takes either::
+
+    fw = Firewall.from_file("firewall.yaml")      # embedded
+    fw = Firewall(Parallax("http://127.0.0.1:9920"))  # server
+
+State: temporal rules use an in-process side-store; approvals and the
+known-recipients memory live in parlok's ``state_db`` (a bare policy file)
+or ``approvals.path`` (a config), in memory when a bare file names none. A
+held call is decided with :meth:`Embedded.approve` / :meth:`Embedded.deny`
+(another thread of the program), or by a ``parallax serve`` sharing the
+same file (its approvals API, dashboard or Slack buttons): the waiting call
+re-reads the file twice a second.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from typing import Any, Mapping
+
+from . import events
+from .decision import Approval, Decision
+from .errors import ApiError
+
+
+def _engine_module() -> Any:
+    try:
+        from . import _engine
+    except ImportError as e:  # pragma: no cover - only without the extension
+        raise ImportError(
+            "parallax_client was installed without its compiled engine "
+            "(parallax_client._engine); install the package with pip from "
+            "clients/python so maturin builds it, or use Parallax(url) against "
+            f"a server: {e}"
+        ) from e
+    return _engine
+
+
+def _wait(wait: float | None) -> float:
+    if wait is None:
+        return 0.0
+    if wait < 0:
+        raise ValueError(f"wait must be zero or more seconds, not {wait!r}")
+    return float(wait)
+
+
+class Embedded:
+    """The blocking embedded client: ``Embedded("firewall.yaml").check_tool(...)``.
+
+    ``path`` is compiled at once; a file that does not compile raises
+    ``ValueError`` listing every error, as ``parallax lint`` would.
+    ``session_id`` is given to every check that names none.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, session_id: str | None = None) -> None:
+        self.path = os.fspath(path)
+        self._engine = _engine_module().Engine(self.path)
+        self.session_id = session_id
+
+    @classmethod
+    def _sharing(cls, other: Embedded | AsyncEmbedded) -> Embedded:
+        twin = cls.__new__(cls)
+        twin.path, twin._engine, twin.session_id = other.path, other._engine, other.session_id
+        return twin
+
+    def _session(self, session_id: str | None) -> str | None:
+        return session_id if session_id is not None else self.session_id
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.path!r})"
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        """What was compiled: backend, fingerprint, evaluators and rule counts."""
+        out: dict[str, Any] = json.loads(self._engine.summary())
+        return out
+
+    def evaluate(self, event: Mapping[str, Any], *, wait: float | None = None) -> Decision:
+        """Decides ``event`` (as ``POST /evaluate``). With ``wait``, an
+        ``approve`` is held up to that many seconds for its decision."""
+        body = json.dumps(dict(event), default=repr)
+        seconds = _wait(wait)
+        try:
+            answer = self._engine.evaluate(body, seconds)
+        except ValueError as e:
+            code, _, message = str(e).partition(": ")
+            raise ApiError(400, code, message or str(e)) from None
+        return Decision.from_json(json.loads(answer))
+
+    def check_tool(
+        self,
+        name: str,
+        args: Any,
+        *,
+        session_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        wait: float | None = None,
+    ) -> Decision:
+        """Asks about tool ``name`` about to run with ``args`` (``tool.before``)."""
+        event = events.tool_event(name, args, session_id=self._session(session_id), metadata=metadata)
+        return self.evaluate(event, wait=wait)
+
+    def check_message(
+        self, text: str, *, session_id: str | None = None, metadata: Mapping[str, Any] | None = None
+    ) -> Decision:
+        """Asks about a user message before the model sees it (``message.before``)."""
+        return self.evaluate(events.message_event(text, session_id=self._session(session_id), metadata=metadata))
+
+    def check_result(
+        self,
+        name: str,
+        result: Any,
+        *,
+        args: Any = None,
+        session_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Decision:
+        """Asks about what tool ``name`` returned (``tool.after``)."""
+        return self.evaluate(
+            events.result_event(name, result, args=args, session_id=self._session(session_id), metadata=metadata)
+        )
+
+    def approval(self, approval_id: str, *, wait: float | None = None) -> Approval:
+        """The approval as recorded; with ``wait``, once decided or after
+        that many seconds. ``KeyError`` if there is no such approval."""
+        return Approval.from_json(json.loads(self._engine.approval(approval_id, _wait(wait))))
+
+    def pending(self, *, limit: int = 100) -> list[Approval]:
+        """The approvals waiting for a decision, newest first (as ``GET
+        /approvals?status=pending``)."""
+        return [Approval.from_json(a) for a in json.loads(self._engine.approvals("pending", limit))]
+
+    def approve(self, approval_id: str, *, by: str = "python", comment: str | None = None) -> Approval:
+        """Approves a held call; the call waiting on it goes ahead at once."""
+        return Approval.from_json(json.loads(self._engine.decide(approval_id, True, by, comment)))
+
+    def deny(self, approval_id: str, *, by: str = "python", comment: str | None = None) -> Approval:
+        """Denies a held call; the call waiting on it raises ``Denied``."""
+        return Approval.from_json(json.loads(self._engine.decide(approval_id, False, by, comment)))
+
+    def health(self) -> dict[str, Any]:
+        """The embedded engine's summary, in place of ``GET /health``."""
+        return {"status": "ok", "embedded": True, **self.summary}
+
+
+class AsyncEmbedded:
+    """:class:`Embedded`, awaited. A decision that does not wait runs
+    inline (microseconds); waits run in a worker thread."""
+
+    def __init__(self, path: str | os.PathLike[str], *, session_id: str | None = None) -> None:
+        self._sync = Embedded(path, session_id=session_id)
+
+    @classmethod
+    def _sharing(cls, other: Embedded | AsyncEmbedded) -> AsyncEmbedded:
+        twin = cls.__new__(cls)
+        twin._sync = Embedded._sharing(other)
+        return twin
+
+    @property
+    def path(self) -> str:
+        return self._sync.path
+
+    @property
+    def session_id(self) -> str | None:
+        return self._sync.session_id
+
+    @session_id.setter
+    def session_id(self, value: str | None) -> None:
+        self._sync.session_id = value
+
+    @property
+    def _engine(self) -> Any:
+        return self._sync._engine
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.path!r})"
+
+    async def evaluate(self, event: Mapping[str, Any], *, wait: float | None = None) -> Decision:
+        """See :meth:`Embedded.evaluate`."""
+        if not wait:
+            return self._sync.evaluate(event)
+        return await asyncio.to_thread(self._sync.evaluate, event, wait=wait)
+
+    async def check_tool(
+        self,
+        name: str,
+        args: Any,
+        *,
+        session_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        wait: float | None = None,
+    ) -> Decision:
+        """See :meth:`Embedded.check_tool`."""
+        event = events.tool_event(name, args, session_id=self._sync._session(session_id), metadata=metadata)
+        return await self.evaluate(event, wait=wait)
+
+    async def check_message(
+        self, text: str, *, session_id: str | None = None, metadata: Mapping[str, Any] | None = None
+    ) -> Decision:
+        """See :meth:`Embedded.check_message`."""
+        return self._sync.check_message(text, session_id=session_id, metadata=metadata)
+
+    async def check_result(
+        self,
+        name: str,
+        result: Any,
+        *,
+        args: Any = None,
+        session_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Decision:
+        """See :meth:`Embedded.check_result`."""
+        return self._sync.check_result(name, result, args=args, session_id=session_id, metadata=metadata)
+
+    async def approval(self, approval_id: str, *, wait: float | None = None) -> Approval:
+        """See :meth:`Embedded.approval`."""
+        if not wait:
+            return self._sync.approval(approval_id)
+        return await asyncio.to_thread(self._sync.approval, approval_id, wait=wait)
+
+    async def pending(self, *, limit: int = 100) -> list[Approval]:
+        """See :meth:`Embedded.pending`."""
+        return self._sync.pending(limit=limit)
+
+    async def approve(self, approval_id: str, *, by: str = "python", comment: str | None = None) -> Approval:
+        """See :meth:`Embedded.approve`."""
+        return self._sync.approve(approval_id, by=by, comment=comment)
+
+    async def deny(self, approval_id: str, *, by: str = "python", comment: str | None = None) -> Approval:
+        """See :meth:`Embedded.deny`."""
+        return self._sync.deny(approval_id, by=by, comment=comment)
+
+    async def health(self) -> dict[str, Any]:
+        """See :meth:`Embedded.health`."""
+        return self._sync.health()
