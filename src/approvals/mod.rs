@@ -65,7 +65,6 @@ pub struct Approvals {
     changed: Notify,
     pub settings: ApprovalsSettings,
     metrics: Arc<Metrics>,
-    counter: AtomicU64,
     /// The webhook and Slack notifiers, when configured ([`notify`]).
     notifiers: Option<notify::Notifiers>,
     notify_counts: Arc<notify::Counts>,
@@ -87,7 +86,6 @@ impl Approvals {
             changed: Notify::new(),
             settings: settings.clone(),
             metrics,
-            counter: AtomicU64::new(0),
             notifiers,
             notify_counts,
         })
@@ -157,10 +155,14 @@ impl Approvals {
     }
 
     /// A fresh approval id: time, process and a counter, hashed so ids do
-    /// not reveal how many approvals there were.
+    /// not reveal how many approvals there were. The counter is the
+    /// process's, not the store's: two engines in one process sharing one
+    /// database (two `Firewall.from_file` on one `state_db`) never draw the
+    /// same id.
     pub fn new_id(&self) -> String {
         use sha2::{Digest, Sha256};
-        let n = self.counter.fetch_add(1, Relaxed);
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, Relaxed);
         let mut h = Sha256::new();
         h.update(format!("{}:{}:{n}", now(), std::process::id()).as_bytes());
         let d = h.finalize();

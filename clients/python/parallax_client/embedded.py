@@ -87,14 +87,20 @@ class Embedded:
     def evaluate(self, event: Mapping[str, Any], *, wait: float | None = None) -> Decision:
         """Decides ``event`` (as ``POST /evaluate``). With ``wait``, an
         ``approve`` is held up to that many seconds for its decision."""
-        body = json.dumps(dict(event), default=repr)
         seconds = _wait(wait)
         try:
-            answer = self._engine.evaluate(body, seconds)
+            try:
+                # Python objects straight in and out (no JSON text).
+                answer = self._engine.evaluate_dict(event, seconds)
+            except TypeError:
+                # A value JSON cannot hold: sent as its repr, as the HTTP
+                # client sends it.
+                body = json.dumps(dict(event), default=repr)
+                answer = json.loads(self._engine.evaluate(body, seconds))
         except ValueError as e:
             code, _, message = str(e).partition(": ")
             raise ApiError(400, code, message or str(e)) from None
-        return Decision.from_json(json.loads(answer))
+        return Decision.from_json(answer)
 
     def check_tool(
         self,

@@ -13,6 +13,7 @@
 
 use parallax::backend;
 use parallax::decision::{DecisionService, Door, Origin};
+use pyo3::exceptions::PyTypeError;
 use pyo3::exceptions::{PyKeyError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use std::path::PathBuf;
@@ -114,6 +115,47 @@ impl Engine {
             serde_json::to_string(&report)
                 .map_err(|e| PyRuntimeError::new_err(format!("cannot encode the verdict: {e}")))
         })
+    }
+
+    /// [`Engine::evaluate`] on a Python mapping, answered as a dict: the
+    /// event is read straight from the Python objects and the answer built
+    /// as Python objects, with no JSON text either way (a fifth of a
+    /// decision's cost from Python for a 1 KB call). The same limits and
+    /// checks as the text form; `TypeError` for a value JSON cannot hold.
+    #[pyo3(signature = (event, wait = 0.0))]
+    fn evaluate_dict<'py>(
+        &self,
+        py: Python<'py>,
+        event: &Bound<'py, PyAny>,
+        wait: f64,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let wait = seconds(wait)?;
+        let started = Instant::now();
+        let value: serde_json::Value = pythonize::depythonize(event)
+            .map_err(|e| PyTypeError::new_err(format!("the event cannot be read as JSON: {e}")))?;
+        let report = py.detach(|| {
+            let server = &self.service.settings.server;
+            parallax::http::json_limits::check(
+                &value,
+                server.max_json_depth,
+                server.max_string_bytes,
+            )
+            .map_err(|e| PyValueError::new_err(format!("limit_exceeded: {e}")))?;
+            let event = parallax_runtime::Event::from_value(value).map_err(|e| {
+                let code = match e {
+                    parallax_runtime::EventError::Json(_) => "malformed_json",
+                    _ => "invalid_event",
+                };
+                PyValueError::new_err(format!("{code}: {e}"))
+            })?;
+            let origin = Origin::door(Door::Library);
+            Ok::<_, PyErr>(
+                self.runtime
+                    .block_on(self.service.decide_waiting(event, &origin, started, wait)),
+            )
+        })?;
+        pythonize::pythonize(py, &report)
+            .map_err(|e| PyRuntimeError::new_err(format!("cannot encode the verdict: {e}")))
     }
 
     /// The approval `id` as `GET /approvals/{id}` answers it; with `wait`,
