@@ -26,6 +26,7 @@ struct ConfigFile {
     proxy: Option<serde_yaml::Value>,
     mcp: Option<serde_yaml::Value>,
     approvals: Option<serde_yaml::Value>,
+    reload: Option<serde_yaml::Value>,
     #[serde(default)]
     state: StateSettings,
     #[serde(default)]
@@ -360,6 +361,7 @@ fn front_door_sections(file: &ConfigFile) -> Result<FrontDoorSections, String> {
         ("proxy", &file.proxy),
         ("mcp", &file.mcp),
         ("approvals", &file.approvals),
+        ("reload", &file.reload),
     ] {
         let Some(value) = value.as_ref().filter(|v| !v.is_null()) else {
             continue;

@@ -507,7 +507,15 @@ function renderHealth(o) {
     card("rules", `${h.rules} in ${h.evaluators} evaluators`),
     card("fail_mode", h.fail_mode),
     card("version", h.version),
+    card("reload", h.last_reload ? `${h.last_reload.status} at ${h.last_reload.at}` : (h.reload_watch ? "watching files" : "on request"),
+      h.last_reload && h.last_reload.status === "failed" ? "bad" : ""),
   );
+  // A reload that failed (a watched edit that does not compile) says why
+  // until the next one succeeds.
+  if (h.last_reload && h.last_reload.status === "failed") {
+    $("reload-errors").textContent = h.last_reload.error || "reload failed; the running rules were kept";
+    $("reload-errors").hidden = false;
+  }
   counts("decision-counts", Object.entries(o.decisions));
   counts("audit-counts", [["enabled", o.audit.enabled ? "yes" : "no"], ...Object.entries(o.audit).filter(([k]) => k !== "enabled")]);
   counts("webhook-counts", [["enabled", o.webhook.enabled ? "yes" : "no"], ...Object.entries(o.webhook).filter(([k]) => k !== "enabled")]);

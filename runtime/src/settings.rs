@@ -27,7 +27,8 @@ pub type FrontDoorSections = BTreeMap<String, serde_json::Value>;
 
 /// The top-level config keys that are front-door sections (checked by the
 /// binary, carried here as written).
-pub const FRONT_DOOR_KEYS: [&str; 5] = ["server", "reporting", "proxy", "mcp", "approvals"];
+pub const FRONT_DOOR_KEYS: [&str; 6] =
+    ["server", "reporting", "proxy", "mcp", "approvals", "reload"];
 
 /// What to answer when evaluation cannot complete.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

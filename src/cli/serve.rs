@@ -158,6 +158,9 @@ pub fn run(opts: Options) -> ExitCode {
         }
         let state = Arc::new(state);
         tokio::spawn(reload_on_sighup(state.clone()));
+        if settings.reload.watch {
+            tokio::spawn(crate::decision::watch::watch_and_reload(state.clone()));
+        }
         tokio::spawn(state.clone().run_approval_expiry());
         http::serve_doors(listener, state, doors, shutdown_signal()).await;
         tracing::info!("shut down");

@@ -52,6 +52,8 @@ pub fn overview(service: &DecisionService) -> Value {
             "fail_mode": settings.server.fail_mode.as_str(),
             "approvals": service.approvals().is_some(),
             "auth": settings.server.auth_token.is_some(),
+            "last_reload": service.last_reload().map(|r| json!(*r)),
+            "reload_watch": settings.reload.watch,
         },
         "decisions": decisions,
         "audit": {

@@ -28,6 +28,7 @@ pub mod origin;
 pub mod pipeline;
 pub mod reload;
 pub mod rules_in_force;
+pub mod watch;
 
 use crate::approvals::{self, known_recipients, Approval, Approvals, NewApproval, Status};
 use crate::audit::{AuditEntry, AuditLog};
@@ -43,7 +44,7 @@ use parallax_runtime::{
 use parallax_store::{
     late_matches, Clock, Route, SqlHit, StoreError, StoreHandle, StoreRequest, SystemClock,
 };
-pub use reload::{ReloadError, ReloadSource, Reloaded};
+pub use reload::{LastReload, ReloadError, ReloadSource, Reloaded};
 use rules_in_force::RulesInForce;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -89,6 +90,8 @@ pub struct DecisionService {
     feed: Arc<feed::Feed>,
     /// Evaluations on the blocking pool under the deadline ([`deadline`]).
     running: Arc<deadline::Running>,
+    /// How the last reload went (any trigger), for `/health`.
+    last_reload: ArcSwapOption<reload::LastReload>,
 }
 
 /// An event between the compiled evaluators and the SQL rules.
@@ -176,6 +179,7 @@ impl DecisionService {
             sql_routing: true,
             feed,
             running,
+            last_reload: ArcSwapOption::empty(),
         })
     }
 

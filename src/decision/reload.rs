@@ -30,6 +30,20 @@ pub enum ReloadError {
     Store(String),
 }
 
+/// How the last reload went, as `/health` shows it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct LastReload {
+    /// `ok` or `failed`.
+    pub status: &'static str,
+    /// When it finished (RFC 3339, UTC).
+    pub at: String,
+    /// The rules in force after it (the new ones, or the kept ones).
+    pub rules_fingerprint: String,
+    /// Why it failed: the compiler's errors, each naming file and line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
 /// What a successful reload swapped in.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Reloaded {
@@ -46,6 +60,12 @@ impl DecisionService {
     /// a blocking thread.
     pub fn reload(&self) -> Result<Reloaded, ReloadError> {
         let result = self.try_reload();
+        self.last_reload.store(Some(Arc::new(LastReload {
+            status: if result.is_ok() { "ok" } else { "failed" },
+            at: crate::approvals::rfc3339(crate::approvals::now()),
+            rules_fingerprint: self.engine().program().fingerprint.clone(),
+            error: result.as_ref().err().map(|e| e.to_string()),
+        })));
         match &result {
             Ok(r) => {
                 self.metrics.reloads_ok.fetch_add(1, Relaxed);
@@ -63,6 +83,30 @@ impl DecisionService {
             }
         }
         result
+    }
+
+    /// How the last reload went; `None` before the first.
+    pub fn last_reload(&self) -> Option<Arc<LastReload>> {
+        self.last_reload.load_full()
+    }
+
+    /// The config and every rule file and folder the rules in force were
+    /// read from (what `reload.watch` watches); empty on the baked config
+    /// or with `--baked-only`.
+    pub fn reload_inputs(&self) -> Vec<PathBuf> {
+        let Some(source) = self.reload.as_ref().filter(|s| !s.baked_only) else {
+            return Vec::new();
+        };
+        let Some(config) = source.config.as_deref() else {
+            return Vec::new();
+        };
+        // Read, not lowered: a rule file that does not compile is still an
+        // input, and fixing it must reload.
+        match parallax_compiler::config::load(config) {
+            Ok(sources) => sources.inputs,
+            // The config itself is unreadable: watch it, so fixing it reloads.
+            Err(_) => vec![config.to_path_buf()],
+        }
     }
 
     fn try_reload(&self) -> Result<Reloaded, ReloadError> {

@@ -20,6 +20,10 @@ pub fn health(service: &DecisionService) -> Response<Body> {
         "backend": engine.backend().as_str(),
         "rules_fingerprint": p.fingerprint,
     });
+    let mut body = body;
+    if let Some(last) = service.last_reload() {
+        body["reload"] = json!(*last);
+    }
     json_response(StatusCode::OK, body.to_string().into_bytes())
 }
 

@@ -672,7 +672,18 @@ fn components() -> Value {
                     "rules": {"type": "integer", "minimum": 0},
                     "version": {"type": "string"},
                     "backend": {"type": "string", "enum": ["baked", "dynamic"]},
-                    "rules_fingerprint": {"type": "string"}
+                    "rules_fingerprint": {"type": "string"},
+                    "reload": {
+                        "type": "object",
+                        "description": "How the last reload went (SIGHUP, POST /admin/reload or reload.watch); absent before the first. A failed one kept the running rules.",
+                        "required": ["status", "at", "rules_fingerprint"],
+                        "properties": {
+                            "status": {"type": "string", "enum": ["ok", "failed"]},
+                            "at": {"type": "string", "format": "date-time"},
+                            "rules_fingerprint": {"type": "string"},
+                            "error": {"type": "string"}
+                        }
+                    }
                 }
             },
             "Reload": {

@@ -8,6 +8,12 @@ use crate::webhook;
 /// Every problem found, one message each.
 pub fn problems(s: &Settings) -> Vec<String> {
     let mut out = Vec::new();
+    if s.reload.watch && !(10..=60_000).contains(&s.reload.debounce_ms) {
+        out.push(format!(
+            "reload.debounce_ms is {}: give 10 to 60000 milliseconds",
+            s.reload.debounce_ms
+        ));
+    }
     if let Some(url) = &s.reporting.webhook_url {
         if let Err(e) = webhook::parse_url(url) {
             out.push(e.to_string());

@@ -6,7 +6,7 @@ pub mod sections;
 
 pub use sections::{
     ApprovalsSettings, ApprovalsSlackSettings, FsyncPolicy, McpSettings, OnFull, PoisonedTools,
-    ProxySettings, ReportingSettings, ServerSettings, Settings, WebhookFormat,
+    ProxySettings, ReloadSettings, ReportingSettings, ServerSettings, Settings, WebhookFormat,
 };
 
 use parallax_runtime::ProgramSettings;

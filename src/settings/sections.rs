@@ -21,6 +21,8 @@ pub struct Settings {
     pub proxy: ProxySettings,
     pub mcp: McpSettings,
     pub approvals: ApprovalsSettings,
+    /// Reloading the rules when their files change.
+    pub reload: ReloadSettings,
     /// The SQL rules' side-store (typed by the runtime, which opens it).
     pub state: StateSettings,
 }
@@ -55,6 +57,9 @@ impl Settings {
         }
         if let Some(v) = sections.get("approvals") {
             parse_section("approvals", v, &mut settings.approvals, &mut problems);
+        }
+        if let Some(v) = sections.get("reload") {
+            parse_section("reload", v, &mut settings.reload, &mut problems);
         }
         if problems.is_empty() {
             Ok(settings)
@@ -276,6 +281,30 @@ impl Default for ProxySettings {
             max_request_bytes: 32 * 1024 * 1024,
             max_response_bytes: 32 * 1024 * 1024,
             keepalive_ms: 5_000,
+        }
+    }
+}
+
+/// Hot reload (`reload:`): `parallax serve` watches the config and every
+/// rule file and folder it reads, and reloads as SIGHUP does once the files
+/// have been quiet for `debounce_ms` (an editor's save is several events).
+/// An edit that does not compile keeps the running rules; the error, with
+/// its file and line, is logged and shown on `/health`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ReloadSettings {
+    /// Watch the files (off by default: SIGHUP and `POST /admin/reload`
+    /// reload on request).
+    pub watch: bool,
+    /// Quiet time after the last change before reloading, in milliseconds.
+    pub debounce_ms: u64,
+}
+
+impl Default for ReloadSettings {
+    fn default() -> Self {
+        ReloadSettings {
+            watch: false,
+            debounce_ms: 300,
         }
     }
 }
