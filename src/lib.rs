@@ -28,6 +28,7 @@ pub mod hooks;
 pub mod http;
 pub mod mcp;
 pub mod metrics;
+pub mod pagerduty;
 pub mod proxy;
 pub mod rules_catalogue;
 pub mod settings;

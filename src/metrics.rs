@@ -52,6 +52,9 @@ pub struct Metrics {
     pub webhook_dropped: AtomicU64,
     pub webhook_retries: AtomicU64,
     pub webhook_failed: AtomicU64,
+    pub pagerduty_sent: AtomicU64,
+    pub pagerduty_dropped: AtomicU64,
+    pub pagerduty_failed: AtomicU64,
     pub rejected_requests: AtomicU64,
     pub unauthorized: AtomicU64,
     pub reloads_ok: AtomicU64,
@@ -316,7 +319,7 @@ impl Metrics {
             header(&mut out, name, "gauge", help);
             let _ = writeln!(out, "{name} {}", v.load(Relaxed));
         }
-        let counters: [(&str, &str, &AtomicU64); 12] = [
+        let counters: [(&str, &str, &AtomicU64); 15] = [
             (
                 "parallax_audit_lines_written_total",
                 "Audit lines written to the log.",
@@ -356,6 +359,21 @@ impl Metrics {
                 "parallax_webhook_failed_total",
                 "Webhook notifications given up on.",
                 &self.webhook_failed,
+            ),
+            (
+                "parallax_pagerduty_sent_total",
+                "PagerDuty events (trigger, resolve) accepted (2xx).",
+                &self.pagerduty_sent,
+            ),
+            (
+                "parallax_pagerduty_dropped_total",
+                "PagerDuty events dropped because the queue was full.",
+                &self.pagerduty_dropped,
+            ),
+            (
+                "parallax_pagerduty_failed_total",
+                "PagerDuty events given up on.",
+                &self.pagerduty_failed,
             ),
             (
                 "parallax_rejected_requests_total",

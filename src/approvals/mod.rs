@@ -68,6 +68,8 @@ pub struct Approvals {
     /// The webhook and Slack notifiers, when configured ([`notify`]).
     notifiers: Option<notify::Notifiers>,
     notify_counts: Arc<notify::Counts>,
+    /// PagerDuty, told when an approval is decided (its incidents resolve).
+    pager: std::sync::OnceLock<Arc<crate::pagerduty::PagerDuty>>,
 }
 
 impl Approvals {
@@ -88,7 +90,13 @@ impl Approvals {
             metrics,
             notifiers,
             notify_counts,
+            pager: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Resolves PagerDuty incidents when approvals are decided.
+    pub fn set_pager(&self, pager: Arc<crate::pagerduty::PagerDuty>) {
+        let _ = self.pager.set(pager);
     }
 
     /// The notifiers, when `approvals.webhook_url` or `approvals.slack`
@@ -192,6 +200,11 @@ impl Approvals {
         }
         if let Some(n) = &self.notifiers {
             n.notify(a, what);
+        }
+        if matches!(what, "approved" | "denied" | "expired") {
+            if let Some(p) = self.pager.get() {
+                p.on_approval(a);
+            }
         }
         self.changed.notify_waiters();
     }

@@ -106,6 +106,11 @@ pub fn run(opts: Options) -> ExitCode {
             Ok(None) => {}
             Err(e) => return fail(e),
         }
+        match crate::pagerduty::PagerDuty::start(&settings.reporting, metrics.clone()) {
+            Ok(Some(p)) => state = state.with_pagerduty(p),
+            Ok(None) => {}
+            Err(e) => return fail(e),
+        }
         let addr = format!("{}:{}", settings.server.host, settings.server.port);
         let listener = match tokio::net::TcpListener::bind(&addr).await {
             Ok(l) => l,

@@ -92,6 +92,8 @@ pub struct DecisionService {
     running: Arc<deadline::Running>,
     /// How the last reload went (any trigger), for `/health`.
     last_reload: ArcSwapOption<reload::LastReload>,
+    /// `reporting.pagerduty`: pages on blocks and holds.
+    pagerduty: Option<Arc<crate::pagerduty::PagerDuty>>,
 }
 
 /// An event between the compiled evaluators and the SQL rules.
@@ -180,6 +182,7 @@ impl DecisionService {
             feed,
             running,
             last_reload: ArcSwapOption::empty(),
+            pagerduty: None,
         })
     }
 
@@ -244,6 +247,16 @@ impl DecisionService {
 
     pub fn with_audit(mut self, audit: AuditLog) -> DecisionService {
         self.audit = Some(audit);
+        self
+    }
+
+    /// Pages on PagerDuty ([`crate::pagerduty`]): triggers from the
+    /// decisions, resolves from the approvals.
+    pub fn with_pagerduty(mut self, pager: Arc<crate::pagerduty::PagerDuty>) -> DecisionService {
+        if let Some(a) = &self.approvals {
+            a.set_pager(pager.clone());
+        }
+        self.pagerduty = Some(pager);
         self
     }
 
@@ -696,6 +709,9 @@ impl DecisionService {
             report.results.iter().map(|r| r.rule_id.as_str()),
             started.elapsed(),
         );
+        if let Some(pager) = &self.pagerduty {
+            pager.on_decision(&event, report);
+        }
         let plain_allow =
             report.action == Action::Allow && report.results.is_empty() && report.failure.is_none();
         let to_audit = self.audit.as_ref().filter(|a| a.wants(plain_allow));
@@ -730,6 +746,9 @@ impl DecisionService {
     pub async fn close(&self) {
         if let Some(w) = &self.webhook {
             w.close().await;
+        }
+        if let Some(p) = &self.pagerduty {
+            p.close().await;
         }
         if let Some(a) = &self.audit {
             // Joining the writer blocks: keep it off the async workers.

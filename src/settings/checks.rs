@@ -8,6 +8,23 @@ use crate::webhook;
 /// Every problem found, one message each.
 pub fn problems(s: &Settings) -> Vec<String> {
     let mut out = Vec::new();
+    if let Some(pd) = &s.reporting.pagerduty {
+        if pd.routing_key.trim().is_empty() {
+            out.push(
+                "reporting.pagerduty.routing_key is empty: give the integration's routing key"
+                    .into(),
+            );
+        }
+        if let Err(e) = webhook::parse_url(&pd.events_url) {
+            out.push(format!("reporting.pagerduty.events_url: {e}"));
+        }
+        if pd.on.is_empty() {
+            out.push(
+                "reporting.pagerduty.on is empty: name the verdicts that page (block, approve)"
+                    .into(),
+            );
+        }
+    }
     if s.reload.watch && !(10..=60_000).contains(&s.reload.debounce_ms) {
         out.push(format!(
             "reload.debounce_ms is {}: give 10 to 60000 milliseconds",

@@ -9,7 +9,9 @@
 //! build, not the first start. It therefore uses nothing of the crate
 //! around it: only serde and the runtime's types.
 
-use parallax_runtime::{Action, FailMode, ProgramSettings, StateSettings, FRONT_DOOR_KEYS};
+use parallax_runtime::{
+    Action, FailMode, Priority, ProgramSettings, StateSettings, FRONT_DOOR_KEYS,
+};
 use serde::{Deserialize, Serialize};
 
 /// Every setting the binary runs with.
@@ -179,6 +181,48 @@ pub struct ReportingSettings {
     pub webhook_retries: u32,
     /// Webhook notifications waiting to be sent, at most.
     pub webhook_queue_size: usize,
+    /// Paging through PagerDuty's Events API v2 (`crate::pagerduty`).
+    pub pagerduty: Option<PagerDutySettings>,
+}
+
+/// `reporting.pagerduty`: an incident per session and rule when a rule
+/// blocks or holds a call, resolved when its approval is decided.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PagerDutySettings {
+    /// The integration's routing key (Events API v2). A secret: never
+    /// logged.
+    pub routing_key: String,
+    /// Where events are sent (tests point it at a fake).
+    pub events_url: String,
+    /// The verdicts that page: `block` and `approve` by default.
+    pub on: Vec<Action>,
+    /// Rules below this priority do not page.
+    pub min_priority: Priority,
+    /// Only these rules page (ids; a trailing `*` matches a prefix); empty:
+    /// every rule.
+    pub rules: Vec<String>,
+    /// Time one attempt may take.
+    pub timeout_ms: u64,
+    /// Retries after a failed attempt (transport error, 5xx, 429).
+    pub retries: u32,
+    /// Events waiting to be sent, at most (more are dropped and counted).
+    pub queue_size: usize,
+}
+
+impl Default for PagerDutySettings {
+    fn default() -> Self {
+        PagerDutySettings {
+            routing_key: String::new(),
+            events_url: "https://events.pagerduty.com/v2/enqueue".into(),
+            on: vec![Action::Block, Action::Approve],
+            min_priority: Priority::High,
+            rules: Vec::new(),
+            timeout_ms: 5_000,
+            retries: 4,
+            queue_size: 1024,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -229,6 +273,7 @@ impl Default for ReportingSettings {
             webhook_timeout_ms: 5_000,
             webhook_retries: 4,
             webhook_queue_size: 1024,
+            pagerduty: None,
         }
     }
 }
