@@ -23,6 +23,7 @@ fn python_client_package() {
         default_venv: ".venv-client",
         made_by: ".ci/steps/40-python-client.sh",
         tests: "clients/python/tests",
+        isolated: false,
         paths_env: &[("PYTHONPATH", "clients/python")],
     }
     .run(env!("CARGO_BIN_EXE_parallax"));

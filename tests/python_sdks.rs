@@ -21,6 +21,7 @@ fn python_sdks_through_the_proxy() {
         default_venv: ".venv",
         made_by: ".ci/steps/10-python-venv.sh",
         tests: "tests/python",
+        isolated: false,
         paths_env: &[],
     }
     .run(env!("CARGO_BIN_EXE_parallax"));

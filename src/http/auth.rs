@@ -20,6 +20,14 @@ pub fn proxy_authorized(headers: &HeaderMap, token: &str) -> bool {
         .is_some_and(|v| v.as_bytes().trim_ascii().ct_eq(token.as_bytes()).into())
 }
 
+/// Whether `headers` carry `X-Api-Key: <token>`: how LiteLLM's generic
+/// guardrail sends its configured `api_key`.
+pub fn api_key_authorized(headers: &HeaderMap, token: &str) -> bool {
+    headers
+        .get("x-api-key")
+        .is_some_and(|v| v.as_bytes().trim_ascii().ct_eq(token.as_bytes()).into())
+}
+
 /// Whether `headers` carry `Authorization: Bearer <token>`.
 pub fn authorized(headers: &HeaderMap, token: &str) -> bool {
     let Some(value) = headers.get(AUTHORIZATION) else {

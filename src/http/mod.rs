@@ -17,6 +17,7 @@ pub mod body;
 pub mod connection_cap;
 pub mod evaluate;
 pub mod json_limits;
+pub mod litellm;
 pub mod openapi;
 pub mod response;
 pub mod router;

@@ -335,6 +335,57 @@ fn paths() -> Value {
                 ),
             }
         },
+        "/beta/litellm_basic_guardrail_api": {
+            "post": {
+                "operationId": "litellmGuardrail",
+                "tags": ["hooks"],
+                "summary": "LiteLLM's Generic Guardrail API",
+                "description": "What a LiteLLM gateway sends its `generic_guardrail_api` \
+                    guardrail (`input_type`, `texts`, `tool_calls`, `litellm_call_id`, ...); the \
+                    answer is `NONE`, `BLOCKED` with `blocked_reason`, or \
+                    `GUARDRAIL_INTERVENED` with the redacted `texts` \
+                    (docs/integrations/litellm.md). The token may come as `X-Api-Key`.",
+                "requestBody": {
+                    "required": true,
+                    "content": {"application/json": {"schema": {
+                        "type": "object",
+                        "required": ["input_type"],
+                        "properties": {
+                            "input_type": {"type": "string", "enum": ["request", "response"]},
+                            "texts": {"type": "array", "items": {"type": "string"}},
+                            "tool_calls": {"type": "array", "items": {"type": "object"}},
+                            "litellm_call_id": {"type": ["string", "null"]},
+                            "litellm_trace_id": {"type": ["string", "null"]},
+                            "model": {"type": ["string", "null"]}
+                        }
+                    }}}
+                },
+                "responses": responses(
+                    &[("200", json!({
+                        "description": "The guardrail's answer.",
+                        "content": {"application/json": {"schema": {
+                            "type": "object",
+                            "required": ["action"],
+                            "properties": {
+                                "action": {"type": "string",
+                                    "enum": ["NONE", "BLOCKED", "GUARDRAIL_INTERVENED"]},
+                                "blocked_reason": {"type": "string"},
+                                "texts": {"type": "array", "items": {"type": "string"}},
+                                "parallax": {"type": "array", "items": {"type": "object"}}
+                            }
+                        }}}
+                    }))],
+                    &[
+                        AUTH,
+                        ("400", "`malformed_json`, `limit_exceeded`, `invalid_body`, \
+                                 `unreadable_body`."),
+                        BODY_ERRORS[1],
+                        BODY_ERRORS[2],
+                        BODY_ERRORS[3],
+                    ],
+                ),
+            }
+        },
         "/slack/interactions": {
             "post": {
                 "operationId": "slackInteractions",

@@ -77,6 +77,9 @@ pub async fn handle(
             // token comes in a header of its own.
             let ok = if proxied {
                 auth::proxy_authorized(req.headers(), token)
+            } else if path == super::litellm::PATH {
+                auth::authorized(req.headers(), token)
+                    || auth::api_key_authorized(req.headers(), token)
             } else {
                 auth::authorized(req.headers(), token)
             };
@@ -104,6 +107,8 @@ pub async fn handle(
     let response = match (req.method(), path) {
         (&Method::GET | &Method::HEAD, "/health") => admin::health(&service),
         (&Method::POST, "/evaluate") => evaluate::evaluate(req, &service).await,
+        (&Method::POST, super::litellm::PATH) => super::litellm::handle(req, &service).await,
+        (_, super::litellm::PATH) => method_not_allowed("POST"),
         (&Method::POST, "/hooks/claudecode") => {
             crate::hooks::http::handle(req, &service, crate::hooks::Framework::ClaudeCode).await
         }

@@ -32,6 +32,11 @@ pub struct Suite<'a> {
     /// Extra environment for pytest, a path each taken from the repository
     /// root (e.g. `PYTHONPATH`).
     pub paths_env: &'a [(&'a str, &'a str)],
+    /// Run pytest in a loopback-only network namespace of its own (`unshare
+    /// --net`, then `ip link set lo up`): for suites that start third-party
+    /// programs which might try to reach outside (a gateway fetching price
+    /// tables, telemetry). Needs root, as CI runs.
+    pub isolated: bool,
 }
 
 fn repo() -> &'static Path {
@@ -78,7 +83,20 @@ impl Suite<'_> {
             let _ = writeln!(std::io::stderr(), "skipped: {why}");
             return;
         }
-        let mut command = Command::new(&python);
+        let mut command = if self.isolated {
+            let mut c = Command::new("unshare");
+            c.args([
+                "--net",
+                "--",
+                "sh",
+                "-c",
+                "ip link set lo up && exec \"$0\" \"$@\"",
+            ])
+            .arg(&python);
+            c
+        } else {
+            Command::new(&python)
+        };
         command
             .args(["-m", "pytest", self.tests, "-q", "-p", "no:cacheprovider"])
             .current_dir(repo())
