@@ -162,7 +162,12 @@ fn server(dir: &Path) -> TestServer {
                 .into_iter()
                 .collect();
         },
-        |service, _| service,
+        |service, _| {
+            // Ready, as `serve` is once its warm-up is done: `/ready`
+            // answers 503 before, which the probe below counts as an error.
+            service.warm_up();
+            service
+        },
     )
 }
 
@@ -190,6 +195,11 @@ fn probe(addr: std::net::SocketAddr, method: &str, path: &str) -> Response {
 fn a_running_server_answers_exactly_the_documented_operations() {
     let dir = temp_dir("openapi-probe");
     let s = server(&dir);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !s.state.ready() {
+        assert!(std::time::Instant::now() < deadline, "not ready within 60 s");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
     let doc = doc();
     let ops = operations(&doc);
     let paths: BTreeSet<&String> = ops.iter().map(|(_, p)| p).collect();

@@ -88,7 +88,7 @@ pub fn run(opts: Options) -> ExitCode {
             Ok(s) => s,
             Err(e) => return fail(e),
         };
-        crate::decision::rules_in_force::warm_up(state.engine());
+        state.warm_up();
         let mut state = state
             .with_metrics(metrics.clone())
             .with_reload(ReloadSource {

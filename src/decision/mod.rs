@@ -94,6 +94,9 @@ pub struct DecisionService {
     last_reload: ArcSwapOption<reload::LastReload>,
     /// `reporting.pagerduty`: pages on blocks and holds.
     pagerduty: Option<Arc<crate::pagerduty::PagerDuty>>,
+    /// Every scanner part of the rules is built ([`DecisionService::warm_up`]):
+    /// the first evaluation runs at full speed.
+    ready: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// An event between the compiled evaluators and the SQL rules.
@@ -183,6 +186,7 @@ impl DecisionService {
             running,
             last_reload: ArcSwapOption::empty(),
             pagerduty: None,
+            ready: Arc::default(),
         })
     }
 
@@ -248,6 +252,22 @@ impl DecisionService {
     pub fn with_audit(mut self, audit: AuditLog) -> DecisionService {
         self.audit = Some(audit);
         self
+    }
+
+    /// Builds every scanner part of the rules in force on a thread of its
+    /// own ([`rules_in_force::warm_up`]); [`DecisionService::ready`] says
+    /// when it is done. Until then requests are answered, each part built
+    /// on first use (the first evaluations are slower).
+    pub fn warm_up(&self) {
+        let ready = self.ready.clone();
+        rules_in_force::warm_up(self.engine(), move || {
+            ready.store(true, std::sync::atomic::Ordering::Release);
+        });
+    }
+
+    /// Whether the rules' scanners are all built (see `warm_up`).
+    pub fn ready(&self) -> bool {
+        self.ready.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// Pages on PagerDuty ([`crate::pagerduty`]): triggers from the

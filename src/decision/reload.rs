@@ -130,7 +130,10 @@ impl DecisionService {
         let previous = self.engine().program().fingerprint.clone();
         self.reload_store(loaded.engine.program())?;
         let next = RulesInForce::new(loaded.engine);
-        super::rules_in_force::warm_up(next.engine.clone());
+        // Readiness stays as it was: the running rules answered at full
+        // speed, and these are built before they are swapped in (dynamic)
+        // or on their own thread (baked).
+        super::rules_in_force::warm_up(next.engine.clone(), || {});
         let p = next.engine.program();
         let out = Reloaded {
             previous_fingerprint: previous,

@@ -12,16 +12,20 @@ use std::time::Instant;
 /// and its first requests do not pay for it. A request that needs a part
 /// still being built waits for that part only. A part that cannot be
 /// built is logged here; its atoms count as found (fail closed).
-pub fn warm_up(engine: Arc<Engine>) {
+/// `done` runs once everything is built (readiness: `GET /ready`).
+pub fn warm_up(engine: Arc<Engine>, done: impl FnOnce() + Send + 'static) {
     let spawned = std::thread::Builder::new()
         .name("parallax-warm-up".into())
         .spawn(move || {
             let started = Instant::now();
             match engine.build_all() {
-                Ok(()) => tracing::info!(
-                    ms = started.elapsed().as_millis() as u64,
-                    "literal automata and verifiers built"
-                ),
+                Ok(()) => {
+                    tracing::info!(
+                        ms = started.elapsed().as_millis() as u64,
+                        "literal automata and verifiers built"
+                    );
+                    done();
+                }
                 Err(e) => tracing::error!(
                     error = %e,
                     "a scanner part cannot be built; its atoms count as found"

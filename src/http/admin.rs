@@ -19,12 +19,36 @@ pub fn health(service: &DecisionService) -> Response<Body> {
         "version": env!("CARGO_PKG_VERSION"),
         "backend": engine.backend().as_str(),
         "rules_fingerprint": p.fingerprint,
+        "ready": service.ready(),
     });
     let mut body = body;
     if let Some(last) = service.last_reload() {
         body["reload"] = json!(*last);
     }
     json_response(StatusCode::OK, body.to_string().into_bytes())
+}
+
+/// `GET /ready`: 200 once every scanner part of the rules is built (the
+/// first evaluation then runs at full speed), 503 before; for a load
+/// balancer's readiness probe. `/health` says the server is up.
+pub fn ready(service: &DecisionService) -> Response<Body> {
+    if service.ready() {
+        json_response(
+            StatusCode::OK,
+            json!({"ready": true}).to_string().into_bytes(),
+        )
+    } else {
+        json_response(
+            StatusCode::SERVICE_UNAVAILABLE,
+            json!({
+                "ready": false,
+                "reason": "the rules' literal automata and verifiers are still being built; \
+                           requests are answered meanwhile, more slowly"
+            })
+            .to_string()
+            .into_bytes(),
+        )
+    }
 }
 
 pub async fn metrics(service: &DecisionService) -> Response<Body> {

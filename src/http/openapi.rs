@@ -189,6 +189,33 @@ fn paths() -> Value {
                 "responses": {"200": {"description": "Up."}},
             }
         },
+        "/ready": {
+            "get": {
+                "operationId": "ready",
+                "tags": ["operations"],
+                "summary": "Readiness: the rules' scanners are built",
+                "description": "200 once the literal automata and verifiers are built (the first \
+                    evaluation then runs at full speed), 503 before. Requests are answered \
+                    either way.",
+                "security": [],
+                "responses": {
+                    "200": {"description": "Ready.", "content": {"application/json": {"schema": {
+                        "type": "object", "required": ["ready"],
+                        "properties": {"ready": {"type": "boolean", "const": true}}}}}},
+                    "503": {"description": "Still building.", "content": {"application/json": {"schema": {
+                        "type": "object", "required": ["ready", "reason"],
+                        "properties": {"ready": {"type": "boolean", "const": false},
+                            "reason": {"type": "string"}}}}}}
+                },
+            },
+            "head": {
+                "operationId": "readyHead",
+                "tags": ["operations"],
+                "summary": "Readiness, no body",
+                "security": [],
+                "responses": {"200": {"description": "Ready."}, "503": {"description": "Still building."}},
+            }
+        },
         "/metrics": {
             "get": {
                 "operationId": "metrics",
@@ -724,6 +751,8 @@ fn components() -> Value {
                     "version": {"type": "string"},
                     "backend": {"type": "string", "enum": ["baked", "dynamic"]},
                     "rules_fingerprint": {"type": "string"},
+                    "ready": {"type": "boolean",
+                        "description": "Every scanner part of the rules is built: evaluations run at full speed (GET /ready)."},
                     "reload": {
                         "type": "object",
                         "description": "How the last reload went (SIGHUP, POST /admin/reload or reload.watch); absent before the first. A failed one kept the running rules.",

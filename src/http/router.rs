@@ -71,7 +71,7 @@ pub async fn handle(
     }
     let path = req.uri().path();
     let proxied = doors.proxy.is_some() && crate::proxy::is_proxy_path(path);
-    if path != "/health" {
+    if path != "/health" && path != "/ready" {
         if let Some(token) = &server.auth_token {
             // On proxy paths `Authorization` is the agent's API key, so the
             // token comes in a header of its own.
@@ -106,6 +106,8 @@ pub async fn handle(
     }
     let response = match (req.method(), path) {
         (&Method::GET | &Method::HEAD, "/health") => admin::health(&service),
+        (&Method::GET | &Method::HEAD, "/ready") => admin::ready(&service),
+        (_, "/ready") => method_not_allowed("GET, HEAD"),
         (&Method::POST, "/evaluate") => evaluate::evaluate(req, &service).await,
         (&Method::POST, super::litellm::PATH) => super::litellm::handle(req, &service).await,
         (_, super::litellm::PATH) => method_not_allowed("POST"),
