@@ -12,7 +12,7 @@ import os
 import urllib.parse
 from typing import Any, Mapping
 
-from . import events
+from ._checks import AsyncChecks, SyncChecks
 from ._http import Config, request_async, request_sync
 from .decision import Approval, Decision
 from .errors import ServerUnreachable
@@ -75,14 +75,11 @@ class _Base:
     def url(self) -> str:
         return self.config.url
 
-    def _session(self, session_id: str | None) -> str | None:
-        return session_id if session_id is not None else self.session_id
-
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.config.url!r})"
 
 
-class Parallax(_Base):
+class Parallax(_Base, SyncChecks):
     """A blocking client: ``Parallax("http://127.0.0.1:9920").check_tool(...)``."""
 
     def evaluate(self, event: Mapping[str, Any], *, wait: float | None = None) -> Decision:
@@ -99,49 +96,6 @@ class Parallax(_Base):
             return _fail_open(e)
         return Decision.from_json(answer)
 
-    def check_tool(
-        self,
-        name: str,
-        args: Any,
-        *,
-        session_id: str | None = None,
-        metadata: Mapping[str, Any] | None = None,
-        wait: float | None = None,
-    ) -> Decision:
-        """Asks about tool ``name`` about to run with ``args`` (``tool.before``)."""
-        event = events.tool_event(
-            name, args, session_id=self._session(session_id), metadata=metadata
-        )
-        return self.evaluate(event, wait=wait)
-
-    def check_message(
-        self,
-        text: str,
-        *,
-        session_id: str | None = None,
-        metadata: Mapping[str, Any] | None = None,
-    ) -> Decision:
-        """Asks about a user message before the model sees it (``message.before``)."""
-        return self.evaluate(
-            events.message_event(text, session_id=self._session(session_id), metadata=metadata)
-        )
-
-    def check_result(
-        self,
-        name: str,
-        result: Any,
-        *,
-        args: Any = None,
-        session_id: str | None = None,
-        metadata: Mapping[str, Any] | None = None,
-    ) -> Decision:
-        """Asks about what tool ``name`` returned before the model sees it (``tool.after``)."""
-        return self.evaluate(
-            events.result_event(
-                name, result, args=args, session_id=self._session(session_id), metadata=metadata
-            )
-        )
-
     def approval(self, approval_id: str, *, wait: float | None = None) -> Approval:
         """``GET /approvals/{id}``; with ``wait``, once decided or after that many seconds."""
         w = _wait(wait)
@@ -156,7 +110,7 @@ class Parallax(_Base):
         return dict(answer) if isinstance(answer, Mapping) else {}
 
 
-class AsyncParallax(_Base):
+class AsyncParallax(_Base, AsyncChecks):
     """The awaitable client: ``await AsyncParallax(url).check_tool(...)``."""
 
     async def evaluate(self, event: Mapping[str, Any], *, wait: float | None = None) -> Decision:
@@ -171,49 +125,6 @@ class AsyncParallax(_Base):
                 raise
             return _fail_open(e)
         return Decision.from_json(answer)
-
-    async def check_tool(
-        self,
-        name: str,
-        args: Any,
-        *,
-        session_id: str | None = None,
-        metadata: Mapping[str, Any] | None = None,
-        wait: float | None = None,
-    ) -> Decision:
-        """See :meth:`Parallax.check_tool`."""
-        event = events.tool_event(
-            name, args, session_id=self._session(session_id), metadata=metadata
-        )
-        return await self.evaluate(event, wait=wait)
-
-    async def check_message(
-        self,
-        text: str,
-        *,
-        session_id: str | None = None,
-        metadata: Mapping[str, Any] | None = None,
-    ) -> Decision:
-        """See :meth:`Parallax.check_message`."""
-        return await self.evaluate(
-            events.message_event(text, session_id=self._session(session_id), metadata=metadata)
-        )
-
-    async def check_result(
-        self,
-        name: str,
-        result: Any,
-        *,
-        args: Any = None,
-        session_id: str | None = None,
-        metadata: Mapping[str, Any] | None = None,
-    ) -> Decision:
-        """See :meth:`Parallax.check_result`."""
-        return await self.evaluate(
-            events.result_event(
-                name, result, args=args, session_id=self._session(session_id), metadata=metadata
-            )
-        )
 
     async def approval(self, approval_id: str, *, wait: float | None = None) -> Approval:
         """See :meth:`Parallax.approval`."""

@@ -27,7 +27,7 @@ import json
 import os
 from typing import Any, Mapping
 
-from . import events
+from ._checks import AsyncChecks, SyncChecks
 from .decision import Approval, Decision
 from .errors import ApiError
 
@@ -53,7 +53,7 @@ def _wait(wait: float | None) -> float:
     return float(wait)
 
 
-class Embedded:
+class Embedded(SyncChecks):
     """The blocking embedded client: ``Embedded("firewall.yaml").check_tool(...)``.
 
     ``path`` is compiled at once; a file that does not compile raises
@@ -71,9 +71,6 @@ class Embedded:
         twin = cls.__new__(cls)
         twin.path, twin._engine, twin.session_id = other.path, other._engine, other.session_id
         return twin
-
-    def _session(self, session_id: str | None) -> str | None:
-        return session_id if session_id is not None else self.session_id
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.path!r})"
@@ -102,39 +99,6 @@ class Embedded:
             raise ApiError(400, code, message or str(e)) from None
         return Decision.from_json(answer)
 
-    def check_tool(
-        self,
-        name: str,
-        args: Any,
-        *,
-        session_id: str | None = None,
-        metadata: Mapping[str, Any] | None = None,
-        wait: float | None = None,
-    ) -> Decision:
-        """Asks about tool ``name`` about to run with ``args`` (``tool.before``)."""
-        event = events.tool_event(name, args, session_id=self._session(session_id), metadata=metadata)
-        return self.evaluate(event, wait=wait)
-
-    def check_message(
-        self, text: str, *, session_id: str | None = None, metadata: Mapping[str, Any] | None = None
-    ) -> Decision:
-        """Asks about a user message before the model sees it (``message.before``)."""
-        return self.evaluate(events.message_event(text, session_id=self._session(session_id), metadata=metadata))
-
-    def check_result(
-        self,
-        name: str,
-        result: Any,
-        *,
-        args: Any = None,
-        session_id: str | None = None,
-        metadata: Mapping[str, Any] | None = None,
-    ) -> Decision:
-        """Asks about what tool ``name`` returned (``tool.after``)."""
-        return self.evaluate(
-            events.result_event(name, result, args=args, session_id=self._session(session_id), metadata=metadata)
-        )
-
     def approval(self, approval_id: str, *, wait: float | None = None) -> Approval:
         """The approval as recorded; with ``wait``, once decided or after
         that many seconds. ``KeyError`` if there is no such approval."""
@@ -158,7 +122,7 @@ class Embedded:
         return {"status": "ok", "embedded": True, **self.summary}
 
 
-class AsyncEmbedded:
+class AsyncEmbedded(AsyncChecks):
     """:class:`Embedded`, awaited. A decision that does not wait runs
     inline (microseconds); waits run in a worker thread."""
 
@@ -195,37 +159,6 @@ class AsyncEmbedded:
         if not wait:
             return self._sync.evaluate(event)
         return await asyncio.to_thread(self._sync.evaluate, event, wait=wait)
-
-    async def check_tool(
-        self,
-        name: str,
-        args: Any,
-        *,
-        session_id: str | None = None,
-        metadata: Mapping[str, Any] | None = None,
-        wait: float | None = None,
-    ) -> Decision:
-        """See :meth:`Embedded.check_tool`."""
-        event = events.tool_event(name, args, session_id=self._sync._session(session_id), metadata=metadata)
-        return await self.evaluate(event, wait=wait)
-
-    async def check_message(
-        self, text: str, *, session_id: str | None = None, metadata: Mapping[str, Any] | None = None
-    ) -> Decision:
-        """See :meth:`Embedded.check_message`."""
-        return self._sync.check_message(text, session_id=session_id, metadata=metadata)
-
-    async def check_result(
-        self,
-        name: str,
-        result: Any,
-        *,
-        args: Any = None,
-        session_id: str | None = None,
-        metadata: Mapping[str, Any] | None = None,
-    ) -> Decision:
-        """See :meth:`Embedded.check_result`."""
-        return self._sync.check_result(name, result, args=args, session_id=session_id, metadata=metadata)
 
     async def approval(self, approval_id: str, *, wait: float | None = None) -> Approval:
         """See :meth:`Embedded.approval`."""
