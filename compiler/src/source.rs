@@ -106,6 +106,10 @@ macro_rules! rule_source {
             pub approval: Option<ApprovalSpec>,
             #[serde(default)]
             pub transforms: Vec<TransformSource>,
+            /// Where the facts a rule encodes come from (a tool's
+            /// documentation, a GTFOBins/LOLBAS page, an ATT&CK technique).
+            #[serde(default)]
+            pub references: Vec<String>,
             $($(#[$fm])* pub $f: $t,)*
         }
 

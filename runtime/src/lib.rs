@@ -18,6 +18,7 @@ pub mod deobfuscate;
 pub mod engine;
 pub mod event;
 pub mod field;
+pub mod hosts;
 pub mod normalize;
 pub mod path_normalize;
 pub mod predicate;

@@ -293,6 +293,14 @@ impl PreparedEvent {
         self.sent_paths = self.path.len();
         let extra = crate::shell::event_facts::normal_forms(&self.path);
         self.path.extend(extra);
+        // Every host written in a non-canonical form (2852039166,
+        // [::ffff:a9fe:a9fe], metadata) is also a URL in its canonical form.
+        let mut hosts = Vec::new();
+        for text in self.url.iter().chain(self.command.iter()) {
+            crate::hosts::canonical_urls(text, &mut hosts);
+        }
+        hosts.retain(|h| !self.url.contains(h));
+        self.url.extend(hosts);
         for cmd in &self.command {
             push_executables(cmd, &mut self.executable);
         }
