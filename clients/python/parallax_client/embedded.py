@@ -28,6 +28,7 @@ import os
 from typing import Any, Mapping
 
 from ._checks import AsyncChecks, SyncChecks
+from .client import _wait
 from .decision import Approval, Decision
 from .errors import ApiError
 
@@ -43,14 +44,6 @@ def _engine_module() -> Any:
             f"a server: {e}"
         ) from e
     return _engine
-
-
-def _wait(wait: float | None) -> float:
-    if wait is None:
-        return 0.0
-    if wait < 0:
-        raise ValueError(f"wait must be zero or more seconds, not {wait!r}")
-    return float(wait)
 
 
 class Embedded(SyncChecks):
