@@ -5,9 +5,9 @@ pub mod checks;
 pub mod sections;
 
 pub use sections::{
-    ApprovalsSettings, ApprovalsSlackSettings, FsyncPolicy, McpSettings, OnFull, PagerDutySettings,
-    PoisonedTools, ProxySettings, ReloadSettings, ReportingSettings, ServerSettings, Settings,
-    WebhookFormat,
+    ApprovalsSettings, ApprovalsSlackSettings, FsyncPolicy, McpSettings, NamedUpstream, OnFull,
+    OtherPaths, PagerDutySettings, PoisonedTools, ProxySettings, ReloadSettings, ReportingSettings,
+    ServerSettings, Settings, UpstreamApi, UpstreamAuth, WebhookFormat,
 };
 
 use parallax_runtime::ProgramSettings;
