@@ -217,6 +217,63 @@ fn a_bad_proxy_upstream_is_named_by_lint() {
 }
 
 #[test]
+fn a_bad_named_upstream_is_named_by_lint_and_a_missing_key_stops_serve() {
+    let dir = temp_dir("decision-upstreams");
+    let config = dir.join("parallax.yaml");
+    std::fs::write(
+        &config,
+        "proxy:\n  enabled: true\n  upstreams:\n    health:\n      base_url: http://127.0.0.1:1\n      api: openai\n    ollama:\n      base_url: ollama.local\n      api: gemini\n",
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_parallax"))
+        .args(["lint", "-c"])
+        .arg(&config)
+        .output()
+        .expect("run parallax lint");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    // serde stops at the first bad variant; the name check needs a parse.
+    assert!(err.contains("proxy") && err.contains("gemini"), "{err}");
+    std::fs::write(
+        &config,
+        "proxy:\n  enabled: true\n  upstreams:\n    health:\n      base_url: ollama.local\n      api: openai\n",
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_parallax"))
+        .args(["lint", "-c"])
+        .arg(&config)
+        .output()
+        .expect("run parallax lint");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("proxy.upstreams.health: `/health` is one of Parallax's own routes"),
+        "{err}"
+    );
+    assert!(err.contains("proxy.upstreams.health.base_url:"), "{err}");
+    // A credential that is not in the environment stops the start, naming
+    // the key and the variable.
+    std::fs::write(
+        &config,
+        "server:\n  port: 0\nproxy:\n  enabled: true\n  upstreams:\n    vllm:\n      base_url: http://127.0.0.1:1/v1\n      api: openai\n      auth: {header: authorization, env: PARALLAX_TEST_UNSET_KEY, scheme: Bearer}\n",
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_parallax"))
+        .args(["serve", "-c"])
+        .arg(&config)
+        .env_remove("PARALLAX_TEST_UNSET_KEY")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run parallax serve");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("proxy.upstreams.vllm.auth.env: the environment variable `PARALLAX_TEST_UNSET_KEY` is not set"),
+        "{err}"
+    );
+}
+
+#[test]
 fn a_bad_front_door_setting_names_its_key() {
     let dir = temp_dir("decision-settings");
     let config = dir.join("parallax.yaml");

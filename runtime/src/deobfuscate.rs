@@ -42,9 +42,38 @@ const MAX_LEET_TOKEN: usize = 24;
 /// A spelt-out word needs at least this many single letters.
 const MIN_SPACED_LETTERS: usize = 3;
 
-/// The decoded view of `text`, when any trick was undone.
+/// The decoded view of `text`, when any trick was undone: its escapes
+/// first ([`crate::escapes`]: HTML references, percent-encoding,
+/// quoted-printable, backslash escapes, hex), then the tricks below on
+/// what they decode to.
 pub fn decoded(text: &str) -> Option<View> {
+    match crate::escapes::unescaped(text) {
+        None => decoded_tricks(text),
+        Some(plain) => Some(match decoded_tricks(&plain.text) {
+            None => plain,
+            Some(inner) => compose(&plain.map, inner),
+        }),
+    }
+}
+
+/// Spaced hex bytes, comments, split words, base64 (and hex runs),
+/// leetspeak and spelt-out letters undone.
+fn decoded_tricks(text: &str) -> Option<View> {
     let gate = Gate::of(text.as_bytes());
+    if gate.spaced_hex {
+        if let Some(plain) = crate::escapes::spaced_hex(text) {
+            let gate = Gate::of(plain.text.as_bytes());
+            return Some(match tricks(&plain.text, &gate) {
+                None => plain,
+                Some(inner) => compose(&plain.map, inner),
+            });
+        }
+    }
+    tricks(text, &gate)
+}
+
+/// The passes after spaced hex, as `gate` says they are needed.
+fn tricks(text: &str, gate: &Gate) -> Option<View> {
     let markup = if gate.markup || gate.base64 {
         strip_markup_and_decode(text)
     } else {
@@ -112,17 +141,27 @@ struct Gate {
     /// A leet character before a letter, or letter, separator, letter,
     /// separator (a spelt-out word).
     words: bool,
+    /// Space, two hex digits, space, two hex digits: maybe hex bytes
+    /// spelt with spaces (`69 67 6e`).
+    spaced_hex: bool,
 }
 
 impl Gate {
     fn of(bytes: &[u8]) -> Gate {
+        let shapes = word_shapes(bytes);
         Gate {
             markup: has_markup(bytes),
             base64: has_base64_run(bytes),
-            words: has_word_tricks(bytes),
+            words: shapes & WORD_TRICK != 0,
+            spaced_hex: shapes & SPACED_HEX != 0,
         }
     }
 }
+
+/// [`word_shapes`]: a leetspeak or spelt-out word.
+const WORD_TRICK: u8 = 1;
+/// [`word_shapes`]: two spaced hex pairs in a row.
+const SPACED_HEX: u8 = 2;
 
 /// Whether a maximal run of base64 characters at least [`MIN_BASE64_RUN`]
 /// long holds an upper-case letter, a lower-case one and a digit or symbol.
@@ -144,10 +183,16 @@ fn has_base64_run(bytes: &[u8]) -> bool {
         while end < bytes.len() && in_run(bytes[end]) {
             end += 1;
         }
-        let seen = bytes[start..end]
+        let (seen, all) = bytes[start..end]
             .iter()
-            .fold(0u8, |acc, &b| acc | CLASS[b as usize]);
+            .fold((0u8, u8::MAX), |(any, all), &b| {
+                (any | CLASS[b as usize], all & CLASS[b as usize])
+            });
         if seen & (UPPER | LOWER | OTHER) == UPPER | LOWER | OTHER {
+            return true;
+        }
+        // Hex digits spelling text: even length, digits and letters.
+        if all & HEX != 0 && (end - start).is_multiple_of(2) && seen & OTHER != 0 {
             return true;
         }
         start = end + 1;
@@ -161,32 +206,50 @@ fn has_base64_run(bytes: &[u8]) -> bool {
 /// the block, then both shapes are tested at every position at once, on
 /// aligned slices of that buffer with no branch on the text, which the
 /// compiler turns into vector code: a few instructions a byte.
-fn has_word_tricks(bytes: &[u8]) -> bool {
+/// The same pass also finds space, hex, hex, space, hex, hex (spaced hex
+/// bytes); the answer is a set of [`WORD_TRICK`] and
+/// [`SPACED_HEX`].
+fn word_shapes(bytes: &[u8]) -> u8 {
     const BLOCK: usize = 64;
     const BEFORE: usize = 5;
     let mut class = [0u8; BLOCK + BEFORE];
+    // 1 where the byte is a space, with the same five before the block.
+    let mut space = [0u8; BLOCK + BEFORE];
+    let mut shapes = 0u8;
     for chunk in bytes.chunks(BLOCK) {
         let n = chunk.len();
         for (c, &b) in class[BEFORE..BEFORE + n].iter_mut().zip(chunk) {
             *c = CLASS[b as usize];
         }
+        for (c, &b) in space[BEFORE..BEFORE + n].iter_mut().zip(chunk) {
+            *c = u8::from(b == b' ');
+        }
+        let (s2, s5) = (
+            &space[BEFORE - 2..BEFORE - 2 + n],
+            &space[BEFORE - 5..BEFORE - 5 + n],
+        );
         // `back(k)[j]`: the class of the byte k before the j-th of the block.
         let back = |k: usize| &class[BEFORE - k..BEFORE - k + n];
         let (c0, c1, c2, c3, c4, c5) = (back(0), back(1), back(2), back(3), back(4), back(5));
         let is = |c: u8, bit: u8| (c & bit) >> bit.trailing_zeros();
         let mut found = 0u8;
+        let mut hex = 0u8;
         for j in 0..n {
             let letters = is(c0[j], ALPHA) & is(c2[j], ALPHA);
             let leet = is(c1[j], LEET);
             let spelt = is(c1[j], SEP) & is(c3[j], SEP) & is(c4[j], ALPHA) & is(c5[j], SEP);
             found |= letters & (leet | spelt);
+            hex |=
+                s5[j] & is(c4[j], HEX) & is(c3[j], HEX) & s2[j] & is(c1[j], HEX) & is(c0[j], HEX);
         }
-        if found != 0 {
-            return true;
+        shapes |= (found * WORD_TRICK) | (hex * SPACED_HEX);
+        if shapes == WORD_TRICK | SPACED_HEX {
+            return shapes;
         }
         class.copy_within(n..n + BEFORE, 0);
+        space.copy_within(n..n + BEFORE, 0);
     }
-    false
+    shapes
 }
 
 /// Whether the markup pass has anything to remove: a `<!--`, or a tag that
@@ -207,6 +270,8 @@ const LOWER: u8 = 8;
 const OTHER: u8 = 16;
 const LEET: u8 = 32;
 const SEP: u8 = 64;
+/// A hex digit (a hex run is a base64 run too, decoded as hex).
+const HEX: u8 = 128;
 
 /// The class bits of each byte.
 static CLASS: [u8; 256] = {
@@ -239,6 +304,9 @@ static CLASS: [u8; 256] = {
         ) {
             c |= SEP;
         }
+        if b.is_ascii_hexdigit() {
+            c |= HEX;
+        }
         t[i] = c;
         i += 1;
     }
@@ -246,13 +314,13 @@ static CLASS: [u8; 256] = {
 };
 
 /// One change to a text: bytes `start..end` replaced by `with`.
-struct Edit {
-    start: usize,
-    end: usize,
-    with: Replacement,
+pub(crate) struct Edit {
+    pub(crate) start: usize,
+    pub(crate) end: usize,
+    pub(crate) with: Replacement,
 }
 
-enum Replacement {
+pub(crate) enum Replacement {
     Nothing,
     Byte(u8),
     Text(String),
@@ -260,7 +328,7 @@ enum Replacement {
 
 /// Applies sorted, non-overlapping edits. Replacement bytes map to the
 /// edit's start; copied bytes to themselves.
-fn apply(text: &str, edits: &[Edit]) -> View {
+pub(crate) fn apply(text: &str, edits: &[Edit]) -> View {
     let mut out = String::with_capacity(text.len());
     let mut map = Vec::with_capacity(text.len() + 1);
     let mut last = 0;
@@ -345,7 +413,13 @@ fn strip_markup_and_decode(text: &str) -> Option<View> {
                 end += 1;
             }
             if j - i >= MIN_BASE64_RUN {
-                if let Some(plain) = decode_printable(&bytes[i..j]) {
+                let run = &bytes[i..j];
+                let plain = if run.iter().all(u8::is_ascii_hexdigit) {
+                    decode_hex_printable(run)
+                } else {
+                    decode_printable(run)
+                };
+                if let Some(plain) = plain {
                     edits.push(Edit {
                         start: i,
                         end,
@@ -424,6 +498,25 @@ fn decode_printable(run: &[u8]) -> Option<String> {
         }
     }
     let s = String::from_utf8(out).ok()?;
+    let readable = s
+        .chars()
+        .all(|c| !c.is_control() || matches!(c, '\n' | '\r' | '\t'));
+    let letters = s.chars().filter(|c| c.is_alphabetic()).count();
+    (readable && letters * 2 >= s.chars().count()).then_some(s)
+}
+
+/// The text a run of hex digits decodes to, if it is readable text in
+/// the sense of [`decode_printable`] (a hash or a key decodes to noise).
+fn decode_hex_printable(run: &[u8]) -> Option<String> {
+    if run.len() % 2 == 1 {
+        return None;
+    }
+    let digit = |b: u8| (b as char).to_digit(16).map(|d| d as u8);
+    let out: Option<Vec<u8>> = run
+        .chunks_exact(2)
+        .map(|p| Some(digit(p[0])? << 4 | digit(p[1])?))
+        .collect();
+    let s = String::from_utf8(out?).ok()?;
     let readable = s
         .chars()
         .all(|c| !c.is_control() || matches!(c, '\n' | '\r' | '\t'));
@@ -912,20 +1005,26 @@ mod tests {
 
     /// The gate as first written, one byte at a time: the fast gate above
     /// must agree with it on every input.
-    fn reference_gate(bytes: &[u8]) -> (bool, bool, bool) {
-        let (mut markup, mut base64, mut words) = (false, false, false);
-        let (mut run, mut seen) = (0usize, 0u8);
+    fn reference_gate(bytes: &[u8]) -> (bool, bool, bool, bool) {
+        let (mut markup, mut base64, mut words, mut spaced_hex) = (false, false, false, false);
+        let (mut run, mut seen, mut all) = (0usize, 0u8, u8::MAX);
         let mut hist = 0u64;
-        for &b in bytes {
+        // A hex run counts at its end, when its length is known.
+        let hex_run = |run: usize, seen: u8, all: u8| {
+            run >= MIN_BASE64_RUN && run.is_multiple_of(2) && all & HEX != 0 && seen & OTHER != 0
+        };
+        for (i, &b) in bytes.iter().enumerate() {
             let c = CLASS[b as usize];
             markup |= b == b'<';
             if c & B64 != 0 {
                 run += 1;
                 seen |= c;
+                all &= c;
                 base64 |= run >= MIN_BASE64_RUN
                     && seen & (UPPER | LOWER | OTHER) == UPPER | LOWER | OTHER;
             } else {
-                (run, seen) = (0, 0);
+                base64 |= hex_run(run, seen, all);
+                (run, seen, all) = (0, 0, u8::MAX);
             }
             if c & ALPHA != 0 {
                 let p = |k: u32| (hist >> (8 * k)) as u8;
@@ -936,19 +1035,30 @@ mod tests {
                     && p(3) & ALPHA != 0
                     && p(4) & SEP != 0;
             }
+            if i >= 5 {
+                let w = &bytes[i - 5..=i];
+                spaced_hex |= w[0] == b' '
+                    && w[1].is_ascii_hexdigit()
+                    && w[2].is_ascii_hexdigit()
+                    && w[3] == b' '
+                    && w[4].is_ascii_hexdigit()
+                    && w[5].is_ascii_hexdigit();
+            }
             hist = (hist << 8) | u64::from(c);
         }
-        (markup, base64, words)
+        base64 |= hex_run(run, seen, all);
+        (markup, base64, words, spaced_hex)
     }
 
     #[test]
     fn fast_gate_agrees_with_the_reference() {
         // Short alphabets that make each shape likely, and a fixed LCG.
-        let alphabets: [&[u8]; 4] = [
+        let alphabets: [&[u8]; 5] = [
             b"aB3+ /_.<>-",
             b"aAbZz09+/=-_ ",
             b"ab 1.4-x",
             b"ig<b></b>!-- >nore",
+            b"6e 9 7 aF ",
         ];
         let mut state = 0x2545_f491_4f6c_dd1du64;
         for n in 0..4000 {
@@ -963,10 +1073,11 @@ mod tests {
                 })
                 .collect();
             let fast = Gate::of(&bytes);
-            let (markup, base64, words) = reference_gate(&bytes);
+            let (markup, base64, words, spaced_hex) = reference_gate(&bytes);
             let text = String::from_utf8_lossy(&bytes);
             assert_eq!(fast.base64, base64, "base64 gate on {text:?}");
             assert_eq!(fast.words, words, "words gate on {text:?}");
+            assert_eq!(fast.spaced_hex, spaced_hex, "spaced hex gate on {text:?}");
             // The markup gate is narrower than "a `<`": it must still be
             // set whenever the markup pass would change the text.
             assert!(!fast.markup || markup, "markup gate on {text:?}");

@@ -16,6 +16,7 @@ pub mod classifier;
 pub mod deadline;
 pub mod deobfuscate;
 pub mod engine;
+pub mod escapes;
 pub mod event;
 pub mod field;
 pub mod hosts;

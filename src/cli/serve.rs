@@ -157,9 +157,8 @@ pub fn run(opts: Options) -> ExitCode {
             match Proxy::new(&settings.proxy) {
                 Ok(p) => {
                     tracing::info!(
-                        anthropic = %settings.proxy.anthropic_upstream,
-                        openai = %settings.proxy.openai_upstream,
-                        "model-API proxy on /anthropic and /openai"
+                        upstreams = %p.describe().join(", "),
+                        "model-API proxy"
                     );
                     doors.proxy = Some(Arc::new(p));
                 }

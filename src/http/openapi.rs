@@ -578,7 +578,9 @@ fn proxy_op(operation_id: &str, provider: &str) -> Value {
                  the prefix is forwarded to {provider} (the agent's own API key in its \
                  usual header; Parallax's token, when set, in `X-Parallax-Token`). Model \
                  requests and answers are inspected and rewritten on the way \
-                 (docs/PROXY.md); errors are in the provider's own error shape."
+                 (docs/PROXY.md); errors are in the provider's own error shape. Named \
+                 upstreams (`proxy.upstreams`: Ollama, vLLM, Azure OpenAI...) are served \
+                 the same way under `/<name>/`, with the shape their `api` names."
             ),
             "security": [{"parallaxToken": []}],
             "parameters": [{

@@ -71,7 +71,7 @@ pub async fn handle(
         return Ok(super::slack::interactions(req, &service).await);
     }
     let path = req.uri().path();
-    let proxied = doors.proxy.is_some() && crate::proxy::is_proxy_path(path);
+    let proxied = doors.proxy.as_ref().is_some_and(|p| p.owns(path));
     if path != "/health" && path != "/ready" {
         if let Some(token) = &server.auth_token {
             // On proxy paths `Authorization` is the agent's API key, so the

@@ -17,6 +17,8 @@ pub enum Kind {
     Upstream,
     /// The upstream did not answer in time.
     Timeout,
+    /// The request is one the configuration says not to forward.
+    Forbidden,
 }
 
 pub fn api_error(provider: Provider, kind: Kind, message: String) -> Response<Body> {
@@ -24,6 +26,7 @@ pub fn api_error(provider: Provider, kind: Kind, message: String) -> Response<Bo
         Kind::InvalidRequest => StatusCode::BAD_REQUEST,
         Kind::Upstream => StatusCode::BAD_GATEWAY,
         Kind::Timeout => StatusCode::GATEWAY_TIMEOUT,
+        Kind::Forbidden => StatusCode::FORBIDDEN,
     };
     let body = match provider {
         Provider::Anthropic => json!({
@@ -31,6 +34,7 @@ pub fn api_error(provider: Provider, kind: Kind, message: String) -> Response<Bo
             "error": {
                 "type": match kind {
                     Kind::InvalidRequest => "invalid_request_error",
+                    Kind::Forbidden => "permission_error",
                     Kind::Upstream | Kind::Timeout => "api_error",
                 },
                 "message": message,
@@ -41,11 +45,13 @@ pub fn api_error(provider: Provider, kind: Kind, message: String) -> Response<Bo
                 "message": message,
                 "type": match kind {
                     Kind::InvalidRequest => "invalid_request_error",
+                    Kind::Forbidden => "permission_error",
                     Kind::Upstream | Kind::Timeout => "server_error",
                 },
                 "param": null,
                 "code": match kind {
                     Kind::InvalidRequest => "invalid_request",
+                    Kind::Forbidden => "forbidden_by_parallax",
                     Kind::Upstream => "upstream_unavailable",
                     Kind::Timeout => "upstream_timeout",
                 },

@@ -1,5 +1,6 @@
 //! The model-API proxy: a front door that needs no integration code. An
-//! agent's base URL points at `/anthropic` or `/openai` on Parallax's
+//! agent's base URL points at `/anthropic`, `/openai` or a named upstream
+//! (`proxy.upstreams`: Ollama, vLLM, Azure OpenAI...) on Parallax's
 //! listener; requests are forwarded to the configured upstream, and the
 //! three model endpoints (Messages, Chat Completions, Responses) are
 //! inspected on the way out and on the way back. Everything it learns is
@@ -13,6 +14,7 @@ pub mod headers;
 pub mod openai_chat;
 pub mod openai_responses;
 pub mod params;
+pub mod routes;
 pub mod session;
 pub mod sse;
 pub mod stream;
@@ -29,45 +31,72 @@ use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 use hyper::header::{HeaderValue, CONTENT_LENGTH, CONTENT_TYPE};
 use hyper::{Method, Request, Response, StatusCode};
+use routes::{Routes, Target};
 use serde_json::Value;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use stream::{Rewriter, StreamTiming};
-use upstream::{Base, Upstream, UpstreamBody};
+use upstream::{Upstream, UpstreamBody};
 use verdict::{Inspector, Outcome};
 
 /// The proxy's shared state.
 pub struct Proxy {
     upstream: Upstream,
-    anthropic: Base,
-    openai: Base,
+    routes: Routes,
     settings: ProxySettings,
 }
 
 /// Why the proxy cannot start.
 #[derive(Debug, thiserror::Error)]
 pub enum ProxyError {
-    #[error("proxy.{0}: {1}")]
-    Base(&'static str, upstream::BaseUrlError),
+    #[error(transparent)]
+    Routes(#[from] routes::RouteError),
     #[error(transparent)]
     Upstream(#[from] upstream::UpstreamError),
 }
 
 impl Proxy {
+    /// The proxy for `settings`; named upstreams' credentials are read
+    /// from the process environment now.
     pub fn new(settings: &ProxySettings) -> Result<Proxy, ProxyError> {
+        Proxy::with_env(settings, &|name| std::env::var(name).ok())
+    }
+
+    /// [`Proxy::new`] with the environment given.
+    pub fn with_env(
+        settings: &ProxySettings,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Proxy, ProxyError> {
         Ok(Proxy {
             upstream: Upstream::new(settings)?,
-            anthropic: upstream::parse_base(&settings.anthropic_upstream)
-                .map_err(|e| ProxyError::Base("anthropic_upstream", e))?,
-            openai: upstream::parse_base(&settings.openai_upstream)
-                .map_err(|e| ProxyError::Base("openai_upstream", e))?,
+            routes: Routes::new(settings, env)?,
             settings: settings.clone(),
         })
     }
+
+    /// Whether `path` belongs to the proxy: a built-in prefix or a named
+    /// upstream's.
+    pub fn owns(&self, path: &str) -> bool {
+        self.routes.route(path).is_some()
+    }
+
+    /// Each upstream: its prefix and where it forwards (start-up log).
+    pub fn describe(&self) -> Vec<String> {
+        self.routes
+            .targets()
+            .map(|t| {
+                format!(
+                    "/{} -> {}://{}{}",
+                    t.name, t.base.scheme, t.base.authority, t.base.prefix
+                )
+            })
+            .collect()
+    }
 }
 
-/// Whether `path` belongs to the proxy.
+/// Whether `path` belongs to the built-in upstreams (`/anthropic`,
+/// `/openai`); [`Proxy::owns`] knows the named ones too.
 pub fn is_proxy_path(path: &str) -> bool {
     api::route(path).is_some()
 }
@@ -79,22 +108,20 @@ pub async fn handle(
     proxy: Arc<Proxy>,
     peer: Option<SocketAddr>,
 ) -> Response<Body> {
-    let Some((provider, rest)) = api::route(req.uri().path()) else {
+    let Some((target, rest)) = proxy.routes.route(req.uri().path()) else {
         return api_error(
             Provider::OpenAi,
             Kind::InvalidRequest,
             "not a proxy path".into(),
         );
     };
-    let base = match provider {
-        Provider::Anthropic => &proxy.anthropic,
-        Provider::OpenAi => &proxy.openai,
-    };
+    let target = target.clone();
+    let provider = target.provider;
     let path_and_query = match req.uri().query() {
         Some(q) => format!("{rest}?{q}"),
         None => rest.to_string(),
     };
-    let uri = match base.join(&path_and_query) {
+    let uri = match target.base.join(&path_and_query) {
         Ok(u) => u,
         Err(e) => {
             return api_error(
@@ -105,12 +132,33 @@ pub async fn handle(
         }
     };
     let model = (req.method() == Method::POST)
-        .then(|| api::model_api(provider, rest))
+        .then(|| target.model_api(rest))
         .flatten();
     match model {
-        Some(api) => model_call(req, uri, provider, api, service, proxy, peer).await,
-        None => passthrough(req, uri, provider, &proxy).await,
+        Some(api) => model_call(req, uri, &target, api, service, proxy, peer).await,
+        None if target.refuse_other_paths => api_error(
+            provider,
+            Kind::Forbidden,
+            format!(
+                "Parallax forwards only the inspected model endpoints to the upstream `{}` \
+                 (proxy.upstreams.{}.other_paths: refuse); {} {rest} is not one",
+                target.name,
+                target.name,
+                req.method()
+            ),
+        ),
+        None => passthrough(req, uri, &target, &proxy).await,
     }
+}
+
+/// The headers sent upstream: the agent's (see [`headers`]) and the
+/// target's own credential, which replaces any the agent sent.
+fn outgoing_headers(incoming: &hyper::HeaderMap, target: &Target) -> hyper::HeaderMap {
+    let mut h = headers::upstream_request(incoming);
+    if let Some((name, value)) = &target.auth {
+        h.insert(name.clone(), value.clone());
+    }
+    h
 }
 
 /// Forwards a request that is not a model call, both bodies streamed as
@@ -118,15 +166,15 @@ pub async fn handle(
 async fn passthrough(
     req: Request<Incoming>,
     uri: hyper::Uri,
-    provider: Provider,
+    target: &Target,
     proxy: &Proxy,
 ) -> Response<Body> {
     let (parts, body) = req.into_parts();
     let mut up = Request::new(body.map_err(|e| Box::new(e) as BoxError).boxed());
     *up.method_mut() = parts.method;
     *up.uri_mut() = uri;
-    *up.headers_mut() = headers::upstream_request(&parts.headers);
-    match send(proxy, provider, up).await {
+    *up.headers_mut() = outgoing_headers(&parts.headers, target);
+    match send(proxy, target.provider, up).await {
         Ok(r) => {
             let (parts, body) = r.into_parts();
             let mut out = Response::new(body.map_err(|e| Box::new(e) as BoxError).boxed());
@@ -297,12 +345,13 @@ fn blocked_reply(api: ModelApi, request: &Value, text: &str) -> Response<Body> {
 async fn model_call(
     req: Request<Incoming>,
     uri: hyper::Uri,
-    provider: Provider,
+    target: &Target,
     api: ModelApi,
     service: Arc<DecisionService>,
     proxy: Arc<Proxy>,
     peer: Option<SocketAddr>,
 ) -> Response<Body> {
+    let provider = target.provider;
     let framework = framework(&req);
     let (parts, body) = req.into_parts();
     let bytes = match read_body(
@@ -373,7 +422,7 @@ async fn model_call(
     let mut up = Request::new(full(out_bytes));
     *up.method_mut() = parts.method;
     *up.uri_mut() = uri;
-    let mut h = headers::upstream_request(&parts.headers);
+    let mut h = outgoing_headers(&parts.headers, target);
     h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     *up.headers_mut() = h;
     let response = match send(&proxy, provider, up).await {

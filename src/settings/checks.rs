@@ -75,6 +75,9 @@ pub fn problems(s: &Settings) -> Vec<String> {
             out.push(format!("{name}: {e}"));
         }
     }
+    for (name, entry) in &s.proxy.upstreams {
+        out.extend(crate::proxy::routes::entry_problems(name, entry));
+    }
     if s.proxy
         .session_header
         .parse::<hyper::header::HeaderName>()

@@ -5,9 +5,10 @@ pub mod checks;
 pub mod sections;
 
 pub use sections::{
-    ApprovalsSettings, ApprovalsSlackSettings, FsyncPolicy, McpSettings, OnFull, OtlpProtocol,
-    OtlpSettings, PagerDutySettings, PoisonedTools, ProxySettings, ReloadSettings,
-    ReportingSettings, ServerSettings, Settings, TelemetrySettings, WebhookFormat,
+    ApprovalsSettings, ApprovalsSlackSettings, FsyncPolicy, McpSettings, NamedUpstream, OnFull,
+    OtherPaths, OtlpProtocol, OtlpSettings, PagerDutySettings, PoisonedTools, ProxySettings,
+    ReloadSettings, ReportingSettings, ServerSettings, Settings, TelemetrySettings, UpstreamApi,
+    UpstreamAuth, WebhookFormat,
 };
 
 use parallax_runtime::ProgramSettings;

@@ -315,6 +315,70 @@ pub struct ProxySettings {
     /// While a streamed tool call is held for its verdict, a keep-alive
     /// (Anthropic `ping`, an SSE comment for OpenAI) goes out this often.
     pub keepalive_ms: u64,
+    /// More model servers, each served at `/<name>/...`: OpenAI-compatible
+    /// ones (Ollama, vLLM, LM Studio, Azure OpenAI) or another Anthropic
+    /// Messages endpoint. Ordered by name so the listing is stable.
+    pub upstreams: std::collections::BTreeMap<String, NamedUpstream>,
+}
+
+/// One entry of `proxy.upstreams`: a model server the agent reaches at
+/// `/<name>/...` on Parallax's listener, `/<name>/v1/chat/completions`
+/// forwarded to `<base_url>/v1/chat/completions` and inspected like
+/// `/openai/...` traffic is.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NamedUpstream {
+    /// Scheme, host and an optional path prefix, e.g.
+    /// `http://127.0.0.1:11434` or `https://myres.openai.azure.com`.
+    pub base_url: String,
+    /// The API shape the server speaks.
+    pub api: UpstreamApi,
+    /// A credential Parallax adds to every request it forwards there, read
+    /// from the environment at start-up (never from the config file), so
+    /// the agent need not hold it.
+    #[serde(default)]
+    pub auth: Option<UpstreamAuth>,
+    /// What happens to a request that is not one of the inspected model
+    /// endpoints (a model list, embeddings, a server's native API):
+    /// `forward` it as it is, or `refuse` it, for servers whose other
+    /// routes could carry model traffic Parallax does not read.
+    #[serde(default)]
+    pub other_paths: OtherPaths,
+}
+
+/// The API shape of a named upstream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum UpstreamApi {
+    /// OpenAI's Chat Completions and Responses: any path ending in
+    /// `/chat/completions` or `/responses` is a model call (`/v1/...`,
+    /// Azure's `/openai/deployments/{name}/...`, a base with `/v1` in it).
+    Openai,
+    /// Anthropic's Messages: a path ending in `/v1/messages`.
+    Anthropic,
+}
+
+/// `proxy.upstreams.<name>.auth`: the header to set and the environment
+/// variable holding its value.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UpstreamAuth {
+    /// `authorization`, `api-key` (Azure), `x-api-key` (Anthropic)...
+    pub header: String,
+    /// The environment variable whose value is sent.
+    pub env: String,
+    /// Put before the value with a space, e.g. `Bearer`.
+    #[serde(default)]
+    pub scheme: Option<String>,
+}
+
+/// `proxy.upstreams.<name>.other_paths`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OtherPaths {
+    #[default]
+    Forward,
+    Refuse,
 }
 
 impl Default for ProxySettings {
@@ -331,6 +395,7 @@ impl Default for ProxySettings {
             max_request_bytes: 32 * 1024 * 1024,
             max_response_bytes: 32 * 1024 * 1024,
             keepalive_ms: 5_000,
+            upstreams: Default::default(),
         }
     }
 }

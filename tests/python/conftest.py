@@ -173,9 +173,16 @@ def parallax_bin() -> Path:
     return path
 
 
-def start_parallax(tmp: Path, upstream: str) -> Parallax:
+def start_parallax(
+    tmp: Path,
+    upstream: str,
+    proxy_extra: Json | None = None,
+    env: dict[str, str] | None = None,
+) -> Parallax:
     """`parallax serve -c <tmp>/parallax.yaml`: the shipped rules, one
-    test rule, the proxy in front of `upstream`, an audit log."""
+    test rule, the proxy in front of `upstream`, an audit log.
+    `proxy_extra` adds keys to the `proxy:` section (named upstreams);
+    `env` adds variables to the server's environment."""
     tmp.mkdir(parents=True, exist_ok=True)
     port = free_port()
     audit_log = tmp / "audit.jsonl"
@@ -189,6 +196,7 @@ def start_parallax(tmp: Path, upstream: str) -> Parallax:
             "openai_upstream": upstream,
             "connect_timeout_ms": 2000,
             "response_timeout_ms": 20000,
+            **(proxy_extra or {}),
         },
         "rules_dir": str(REPO / "rules"),
         "evaluators": [
@@ -217,6 +225,7 @@ def start_parallax(tmp: Path, upstream: str) -> Parallax:
             stdout=subprocess.DEVNULL,
             stderr=err,
             cwd=tmp,
+            env={**os.environ, **(env or {})},
         )
     px = Parallax(proc=proc, port=port, audit_log=audit_log, stderr_path=stderr_path)
     deadline = time.monotonic() + STARTUP_TIMEOUT_S

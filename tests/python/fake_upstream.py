@@ -14,6 +14,13 @@ Endpoints: ``POST /v1/messages``, ``POST /v1/chat/completions``,
 small fixed list, in Anthropic's shape when the request has an
 ``anthropic-version`` header, else OpenAI's).
 
+Azure OpenAI's deployment route is spoken too: ``POST
+/openai/deployments/{deployment}/chat/completions?api-version=...`` needs
+the ``api-version`` query and an ``api-key`` header (else Azure's 400 or
+401), and answers in Azure's shape: ``prompt_filter_results`` and each
+choice's ``content_filter_results``; streamed, a first chunk with no choices
+carries the prompt filter results, as Azure sends it.
+
 The scenario is ``{"messages": [STEP...], "chat": [STEP...], "responses":
 [STEP...]}``. Each model call consumes its endpoint's next step; once they
 are used up the last step repeats. A STEP is a list of output parts:
@@ -57,7 +64,46 @@ ENDPOINTS = {
     "/v1/responses": "responses",
 }
 
+AZURE_DEPLOYMENT_PREFIX = "/openai/deployments/"
+AZURE_FILTER = {
+    category: {"filtered": False, "severity": "safe"}
+    for category in ("hate", "self_harm", "sexual", "violence")
+}
+
 _ids = itertools.count(1)
+
+
+def azure_deployment(path: str) -> str | None:
+    """The deployment of an Azure chat completions path, if it is one."""
+    if not path.startswith(AZURE_DEPLOYMENT_PREFIX) or not path.endswith("/chat/completions"):
+        return None
+    name = path[len(AZURE_DEPLOYMENT_PREFIX) : -len("/chat/completions")]
+    return name if name and "/" not in name else None
+
+
+def azure_completion(body: Json) -> Json:
+    """A chat completion as Azure returns it."""
+    body["prompt_filter_results"] = [{"prompt_index": 0, "content_filter_results": AZURE_FILTER}]
+    for choice in body.get("choices", []):
+        choice["content_filter_results"] = AZURE_FILTER
+    return body
+
+
+def azure_stream(events: Iterator[bytes]) -> Iterator[bytes]:
+    """A chat stream as Azure sends it: the prompt filter results first, in
+    a chunk with no choices."""
+    yield sse(
+        None,
+        {
+            "choices": [],
+            "created": 0,
+            "id": "",
+            "model": "",
+            "object": "",
+            "prompt_filter_results": [{"prompt_index": 0, "content_filter_results": AZURE_FILTER}],
+        },
+    )
+    yield from events
 
 
 def new_id(prefix: str) -> str:
@@ -594,6 +640,19 @@ class Handler(BaseHTTPRequestHandler):
             return
         body = self.record(raw)
         key = ENDPOINTS.get(path)
+        azure = azure_deployment(path)
+        if azure is not None:
+            query = urlsplit(self.path).query
+            if "api-version=" not in query:
+                self.error(400, "Missing required query parameter: api-version")
+                return
+            if not self.headers.get("api-key"):
+                self.send_json(
+                    401,
+                    {"error": {"code": "401", "message": "Access denied due to invalid subscription key."}},
+                )
+                return
+            key = "chat"
         if key is None:
             self.error(404, f"the fake upstream has no POST {path}")
             return
@@ -608,6 +667,12 @@ class Handler(BaseHTTPRequestHandler):
                     self.send_stream(list(anthropic_stream(body, step)))
                 else:
                     self.send_json(200, anthropic_message(body, step))
+            elif key == "chat" and azure is not None:
+                body.setdefault("model", azure)
+                if stream:
+                    self.send_stream(list(azure_stream(chat_stream(body, step))))
+                else:
+                    self.send_json(200, azure_completion(chat_completion(body, step)))
             elif key == "chat":
                 if stream:
                     self.send_stream(list(chat_stream(body, step)))
