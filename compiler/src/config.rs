@@ -27,6 +27,7 @@ struct ConfigFile {
     mcp: Option<serde_yaml::Value>,
     approvals: Option<serde_yaml::Value>,
     reload: Option<serde_yaml::Value>,
+    budgets: Option<serde_yaml::Value>,
     #[serde(default)]
     state: StateSettings,
     #[serde(default)]
@@ -362,6 +363,7 @@ fn front_door_sections(file: &ConfigFile) -> Result<FrontDoorSections, String> {
         ("mcp", &file.mcp),
         ("approvals", &file.approvals),
         ("reload", &file.reload),
+        ("budgets", &file.budgets),
     ] {
         let Some(value) = value.as_ref().filter(|v| !v.is_null()) else {
             continue;

@@ -27,8 +27,15 @@ pub type FrontDoorSections = BTreeMap<String, serde_json::Value>;
 
 /// The top-level config keys that are front-door sections (checked by the
 /// binary, carried here as written).
-pub const FRONT_DOOR_KEYS: [&str; 6] =
-    ["server", "reporting", "proxy", "mcp", "approvals", "reload"];
+pub const FRONT_DOOR_KEYS: [&str; 7] = [
+    "server",
+    "reporting",
+    "proxy",
+    "mcp",
+    "approvals",
+    "reload",
+    "budgets",
+];
 
 /// What to answer when evaluation cannot complete.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

@@ -5,9 +5,10 @@ pub mod checks;
 pub mod sections;
 
 pub use sections::{
-    ApprovalsSettings, ApprovalsSlackSettings, FsyncPolicy, McpSettings, NamedUpstream, OnFull,
-    OtherPaths, PagerDutySettings, PoisonedTools, ProxySettings, ReloadSettings, ReportingSettings,
-    ServerSettings, Settings, UpstreamApi, UpstreamAuth, WebhookFormat,
+    ApprovalsSettings, ApprovalsSlackSettings, BudgetLimit, BudgetsSettings, FsyncPolicy,
+    McpSettings, ModelPrice, NamedUpstream, OnFull, OtherPaths, PagerDutySettings, PoisonedTools,
+    ProxySettings, ReloadSettings, ReportingSettings, ServerSettings, Settings, UpstreamApi,
+    UpstreamAuth, WebhookFormat,
 };
 
 use parallax_runtime::ProgramSettings;
