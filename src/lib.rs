@@ -20,6 +20,7 @@
 pub mod approvals;
 pub mod audit;
 pub mod backend;
+pub mod budgets;
 pub mod casework;
 pub mod cli;
 pub mod dashboard;

@@ -501,6 +501,12 @@ fn counter(out: &mut String, name: &str, help: &str, v: u64) {
     let _ = writeln!(out, "{name} {v}");
 }
 
+/// A label value escaped for the text format (also for other subsystems'
+/// series, through [`MetricsSource`]).
+pub fn escape_label(v: &str) -> String {
+    escape(v)
+}
+
 /// Label value escaping of the text format.
 fn escape(v: &str) -> String {
     let mut s = String::with_capacity(v.len());

@@ -28,6 +28,7 @@ struct ConfigFile {
     approvals: Option<serde_yaml::Value>,
     reload: Option<serde_yaml::Value>,
     telemetry: Option<serde_yaml::Value>,
+    budgets: Option<serde_yaml::Value>,
     #[serde(default)]
     state: StateSettings,
     #[serde(default)]
@@ -364,6 +365,7 @@ fn front_door_sections(file: &ConfigFile) -> Result<FrontDoorSections, String> {
         ("approvals", &file.approvals),
         ("reload", &file.reload),
         ("telemetry", &file.telemetry),
+        ("budgets", &file.budgets),
     ] {
         let Some(value) = value.as_ref().filter(|v| !v.is_null()) else {
             continue;

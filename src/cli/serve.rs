@@ -153,8 +153,25 @@ pub fn run(opts: Options) -> ExitCode {
             "parallax listening"
         );
         let mut doors = Doors::default();
+        let budgets = if settings.budgets.limits.is_empty() {
+            None
+        } else {
+            if !settings.proxy.enabled {
+                tracing::warn!(
+                    "budgets.limits are set but the proxy is off: budgets apply to the model \
+                     calls the proxy forwards (serve --mode proxy or proxy.enabled: true)"
+                );
+            }
+            match crate::budgets::Budgets::open(&settings.budgets) {
+                Ok(b) => {
+                    metrics.add_source(b.metrics());
+                    Some(Arc::new(b))
+                }
+                Err(e) => return fail(e),
+            }
+        };
         if settings.proxy.enabled {
-            match Proxy::new(&settings.proxy) {
+            match Proxy::new(&settings.proxy).map(|p| p.with_budgets(budgets)) {
                 Ok(p) => {
                     tracing::info!(
                         upstreams = %p.describe().join(", "),

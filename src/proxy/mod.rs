@@ -21,6 +21,7 @@ pub mod stream;
 pub mod upstream;
 pub mod verdict;
 
+use crate::budgets::{usage, Budgets, Verdict};
 use crate::decision::{DecisionService, Door, Origin};
 use crate::http::response::{full, Body, BoxError};
 use crate::settings::ProxySettings;
@@ -45,6 +46,8 @@ pub struct Proxy {
     upstream: Upstream,
     routes: Routes,
     settings: ProxySettings,
+    /// Token and cost budgets, when `budgets.limits` has any.
+    budgets: Option<Arc<Budgets>>,
 }
 
 /// Why the proxy cannot start.
@@ -72,7 +75,15 @@ impl Proxy {
             upstream: Upstream::new(settings)?,
             routes: Routes::new(settings, env)?,
             settings: settings.clone(),
+            budgets: None,
         })
+    }
+
+    /// The proxy with `budgets` checked before and charged after each
+    /// model call.
+    pub fn with_budgets(mut self, budgets: Option<Arc<Budgets>>) -> Proxy {
+        self.budgets = budgets;
+        self
     }
 
     /// Whether `path` belongs to the proxy: a built-in prefix or a named
@@ -389,6 +400,15 @@ async fn model_call(
         &body,
         peer,
     );
+    // Budgets: who pays, and whether they still may.
+    let charge = proxy.budgets.clone().map(|b| {
+        let user = crate::budgets::user_of(&parts.headers, b.user_header(), &body, &session);
+        Charge {
+            budgets: b,
+            session: session.clone(),
+            user,
+        }
+    });
     let inspector = Inspector {
         service: service.clone(),
         origin: Origin {
@@ -412,6 +432,15 @@ async fn model_call(
                 apply_request(api, &mut body, &slot, &event);
                 rewritten = true;
             }
+        }
+    }
+    if let Some(c) = &charge {
+        if let Verdict::Spent(text) = c.budgets.check(&c.session, &c.user) {
+            return blocked_reply(api, &body, &text);
+        }
+        // A streamed chat answer reports its usage only when asked to.
+        if api == ModelApi::ChatCompletions && ask_for_stream_usage(&mut body) {
+            rewritten = true;
         }
     }
     let out_bytes = if rewritten {
@@ -453,7 +482,8 @@ async fn model_call(
             keepalive: Duration::from_millis(proxy.settings.keepalive_ms),
             max_event_bytes: proxy.settings.max_response_bytes,
         };
-        let mut out = Response::new(stream::rewrite(rbody, rewriter, inspector, timing));
+        let tap = charge.map(|c| c.tap(api));
+        let mut out = Response::new(stream::rewrite(rbody, rewriter, inspector, timing, tap));
         *out.status_mut() = rparts.status;
         *out.headers_mut() = headers::client_response(&rparts.headers, true);
         return out;
@@ -488,6 +518,14 @@ async fn model_call(
             "the upstream's model response is not JSON; Parallax cannot inspect it".into(),
         );
     };
+    if let (Some(c), Some((u, model))) = (&charge, usage::of_answer(api, &value)) {
+        c.record(
+            u,
+            model
+                .as_deref()
+                .or_else(|| body.get("model").and_then(Value::as_str)),
+        );
+    }
     let changed = inspect_response(api, &mut value, &inspector).await;
     let out_bytes = if changed {
         Bytes::from(value.to_string())
@@ -502,6 +540,50 @@ async fn model_call(
     }
     *out.headers_mut() = h;
     out
+}
+
+/// Who a model call is charged to.
+struct Charge {
+    budgets: Arc<Budgets>,
+    session: String,
+    user: String,
+}
+
+impl Charge {
+    fn record(&self, u: usage::Usage, model: Option<&str>) {
+        self.budgets.record(&self.session, &self.user, model, u);
+    }
+
+    /// What a streamed answer charges, read as it passes and written to
+    /// the ledger when the stream ends, however it ends.
+    fn tap(self, api: ModelApi) -> stream::UsageTap {
+        stream::UsageTap::new(usage::StreamUsage::new(api), move |u, model| {
+            self.record(u, model)
+        })
+    }
+}
+
+/// Sets `stream_options.include_usage` on a streamed Chat Completions
+/// request that does not ask for it; true when the body changed. The
+/// client then also gets the final usage chunk (`choices: []`), which the
+/// API sends to any client that asks.
+fn ask_for_stream_usage(body: &mut Value) -> bool {
+    if body.get("stream").and_then(Value::as_bool) != Some(true) {
+        return false;
+    }
+    let Some(obj) = body.as_object_mut() else {
+        return false;
+    };
+    let options = obj
+        .entry("stream_options")
+        .or_insert_with(|| Value::Object(Default::default()));
+    match options {
+        Value::Object(o) if o.get("include_usage") != Some(&Value::Bool(true)) => {
+            o.insert("include_usage".into(), Value::Bool(true));
+            true
+        }
+        _ => false,
+    }
 }
 
 /// Decides every event of a whole response and applies the outcomes; true

@@ -12,6 +12,7 @@
 
 use super::sse::{encode_comment, encode_event, SseEvent, SseItem, SseParser};
 use super::verdict::{Inspector, Outcome};
+use crate::budgets::usage::{StreamUsage, Usage};
 use crate::http::response::{Body, BoxError};
 use bytes::Bytes;
 use http_body_util::BodyExt;
@@ -83,15 +84,51 @@ pub struct StreamTiming {
     pub max_event_bytes: usize,
 }
 
+/// Reads a stream's usage as its events pass and hands it on when the
+/// stream is over, however it ends (finished, broken off, the client gone):
+/// on drop.
+pub struct UsageTap {
+    usage: StreamUsage,
+    done: Option<UsageDone>,
+}
+
+/// What receives a finished stream's usage and model.
+type UsageDone = Box<dyn FnOnce(Usage, Option<&str>) + Send>;
+
+impl UsageTap {
+    pub fn new(
+        usage: StreamUsage,
+        done: impl FnOnce(Usage, Option<&str>) + Send + 'static,
+    ) -> UsageTap {
+        UsageTap {
+            usage,
+            done: Some(Box::new(done)),
+        }
+    }
+
+    fn observe(&mut self, e: &SseEvent) {
+        self.usage.observe(e.event.as_deref(), &e.data);
+    }
+}
+
+impl Drop for UsageTap {
+    fn drop(&mut self) {
+        if let (Some(done), Some((u, model))) = (self.done.take(), self.usage.result()) {
+            done(u, model.as_deref());
+        }
+    }
+}
+
 /// Starts rewriting `upstream` and returns the body the client reads.
 pub fn rewrite(
     upstream: Incoming,
     rewriter: Box<dyn Rewriter>,
     inspector: Inspector,
     timing: StreamTiming,
+    tap: Option<UsageTap>,
 ) -> Body {
     let (tx, rx) = mpsc::channel::<Bytes>(64);
-    tokio::spawn(run(upstream, rewriter, inspector, timing, tx));
+    tokio::spawn(run(upstream, rewriter, inspector, timing, tx, tap));
     ChannelBody::new(rx).boxed()
 }
 
@@ -113,6 +150,7 @@ async fn run(
     inspector: Inspector,
     timing: StreamTiming,
     tx: mpsc::Sender<Bytes>,
+    mut tap: Option<UsageTap>,
 ) {
     let mut parser = SseParser::with_limit(timing.max_event_bytes);
     let mut items = Vec::new();
@@ -175,6 +213,9 @@ async fn run(
                     }
                 }
                 SseItem::Event(e) => {
+                    if let Some(t) = tap.as_mut() {
+                        t.observe(&e);
+                    }
                     let mut pending = rw.push(e, &mut out);
                     while let Some(p) = pending {
                         if !send(&tx, &mut out).await {

@@ -75,6 +75,7 @@ pub fn problems(s: &Settings) -> Vec<String> {
             out.push(format!("{name}: {e}"));
         }
     }
+    out.extend(crate::budgets::problems(&s.budgets));
     for (name, entry) in &s.proxy.upstreams {
         out.extend(crate::proxy::routes::entry_problems(name, entry));
     }

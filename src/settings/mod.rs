@@ -5,10 +5,10 @@ pub mod checks;
 pub mod sections;
 
 pub use sections::{
-    ApprovalsSettings, ApprovalsSlackSettings, FsyncPolicy, McpSettings, NamedUpstream, OnFull,
-    OtherPaths, OtlpProtocol, OtlpSettings, PagerDutySettings, PoisonedTools, ProxySettings,
-    ReloadSettings, ReportingSettings, ServerSettings, Settings, TelemetrySettings, UpstreamApi,
-    UpstreamAuth, WebhookFormat,
+    ApprovalsSettings, ApprovalsSlackSettings, BudgetLimit, BudgetsSettings, FsyncPolicy,
+    McpSettings, ModelPrice, NamedUpstream, OnFull, OtherPaths, OtlpProtocol, OtlpSettings,
+    PagerDutySettings, PoisonedTools, ProxySettings, ReloadSettings, ReportingSettings,
+    ServerSettings, Settings, TelemetrySettings, UpstreamApi, UpstreamAuth, WebhookFormat,
 };
 
 use parallax_runtime::ProgramSettings;

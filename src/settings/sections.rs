@@ -27,6 +27,8 @@ pub struct Settings {
     pub reload: ReloadSettings,
     /// OpenTelemetry traces: a span per decision (`crate::telemetry`).
     pub telemetry: TelemetrySettings,
+    /// Token and cost budgets on the proxy's model calls.
+    pub budgets: BudgetsSettings,
     /// The SQL rules' side-store (typed by the runtime, which opens it).
     pub state: StateSettings,
 }
@@ -61,6 +63,9 @@ impl Settings {
         }
         if let Some(v) = sections.get("approvals") {
             parse_section("approvals", v, &mut settings.approvals, &mut problems);
+        }
+        if let Some(v) = sections.get("budgets") {
+            parse_section("budgets", v, &mut settings.budgets, &mut problems);
         }
         if let Some(v) = sections.get("reload") {
             parse_section("reload", v, &mut settings.reload, &mut problems);
@@ -398,6 +403,66 @@ impl Default for ProxySettings {
             upstreams: Default::default(),
         }
     }
+}
+
+/// Token and cost budgets (`budgets:`) on the model calls the proxy
+/// forwards: each answer's usage is written to a ledger, and a request
+/// whose session or user has spent a limit is answered with a block
+/// instead of being forwarded (docs/PROXY.md, "Budgets").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BudgetsSettings {
+    /// The ledger's SQLite file, so spending survives a restart; kept in
+    /// memory without one.
+    pub path: Option<String>,
+    /// A request header naming the user a call is for; without it the
+    /// user is the body's own (`metadata.user_id`, `user`,
+    /// `safety_identifier`), else the session.
+    pub user_header: String,
+    /// Share of a limit at which a warning is logged and counted.
+    pub warn_at: f64,
+    /// Price per million tokens, by model name; a name ending in `*` is a
+    /// prefix (`claude-sonnet-4*`), the longest one that fits wins.
+    pub prices: std::collections::BTreeMap<String, ModelPrice>,
+    /// The limits, each with one measure.
+    pub limits: Vec<BudgetLimit>,
+}
+
+impl Default for BudgetsSettings {
+    fn default() -> Self {
+        BudgetsSettings {
+            path: None,
+            user_header: "x-parallax-user".into(),
+            warn_at: 0.8,
+            prices: Default::default(),
+            limits: Vec::new(),
+        }
+    }
+}
+
+/// A model's price per million tokens (any currency; the limits are in
+/// the same one).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelPrice {
+    pub input: f64,
+    pub output: f64,
+}
+
+/// One budget: an id (named in the block and the metrics) and exactly one
+/// of the four measures.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BudgetLimit {
+    pub id: String,
+    #[serde(default)]
+    pub tokens_per_session: Option<u64>,
+    #[serde(default)]
+    pub tokens_per_user_per_day: Option<u64>,
+    #[serde(default)]
+    pub cost_per_session: Option<f64>,
+    #[serde(default)]
+    pub cost_per_user_per_day: Option<f64>,
 }
 
 /// Hot reload (`reload:`): `parallax serve` watches the config and every
