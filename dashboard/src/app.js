@@ -526,6 +526,17 @@ function renderHealth(o) {
     ["live viewers", o.feed.viewers],
     ["live entries lost", o.feed.lost],
   ]);
+  const b = o.budgets;
+  counts("budget-counts", b ? [
+    ...b.limits.map((l) => [`${l.id} (${l.measure})`, l.limit]),
+    ["input tokens", b.input_tokens],
+    ["output tokens", b.output_tokens],
+    ["cost", b.cost.toFixed(4)],
+    ...Object.entries(b.blocked).map(([k, v]) => [`blocked by ${k}`, v]),
+    ...Object.entries(b.warnings).map(([k, v]) => [`warned on ${k}`, v]),
+    ["unpriced answers", b.unpriced_answers],
+    ["ledger errors", b.ledger_errors],
+  ] : [["enabled", "no"]]);
 }
 
 async function reload() {

@@ -248,6 +248,40 @@ impl Budgets {
         self.counters.clone()
     }
 
+    /// What the dashboard shows: the limits and what was spent and
+    /// blocked since start-up.
+    pub fn report(&self) -> Value {
+        let c = &self.counters;
+        let map = |m: &Mutex<BTreeMap<String, u64>>| {
+            serde_json::to_value(&*m.lock().unwrap_or_else(|p| p.into_inner()))
+                .unwrap_or(Value::Null)
+        };
+        let limits: Vec<Value> = self
+            .settings
+            .limits
+            .iter()
+            .filter_map(|l| {
+                let (what, n) = match measure(l)? {
+                    Measure::SessionTokens(n) => ("tokens_per_session", n as f64),
+                    Measure::UserDayTokens(n) => ("tokens_per_user_per_day", n as f64),
+                    Measure::SessionCost(c) => ("cost_per_session", c),
+                    Measure::UserDayCost(c) => ("cost_per_user_per_day", c),
+                };
+                Some(serde_json::json!({"id": l.id, "measure": what, "limit": n}))
+            })
+            .collect();
+        serde_json::json!({
+            "limits": limits,
+            "input_tokens": c.input_tokens.load(Relaxed),
+            "output_tokens": c.output_tokens.load(Relaxed),
+            "cost": c.cost_micros.load(Relaxed) as f64 / 1e6,
+            "blocked": map(&c.blocked),
+            "warnings": map(&c.warnings),
+            "unpriced_answers": c.unpriced.load(Relaxed),
+            "ledger_errors": c.ledger_errors.load(Relaxed),
+        })
+    }
+
     /// The request header naming the user.
     pub fn user_header(&self) -> &str {
         &self.settings.user_header

@@ -165,7 +165,9 @@ pub fn run(opts: Options) -> ExitCode {
             match crate::budgets::Budgets::open(&settings.budgets) {
                 Ok(b) => {
                     metrics.add_source(b.metrics());
-                    Some(Arc::new(b))
+                    let b = Arc::new(b);
+                    state = state.with_budgets(b.clone());
+                    Some(b)
                 }
                 Err(e) => return fail(e),
             }

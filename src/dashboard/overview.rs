@@ -1,7 +1,7 @@
 //! `GET /ui/api/overview`: the health view and the latency view in one
 //! answer — what `/health` says (backend, rules fingerprint, mode), the
-//! audit, webhook, reload, approval and live-feed counters `/metrics`
-//! exports, decisions by action, and the evaluation-time histogram of each
+//! audit, webhook, reload, approval, budget and live-feed counters
+//! `/metrics` exports, decisions by action, and the evaluation-time histogram of each
 //! front door with its percentiles.
 
 use super::latency;
@@ -77,6 +77,7 @@ pub fn overview(service: &DecisionService) -> Value {
             "failed": m.reloads_failed.load(Relaxed),
         },
         "approvals": approvals,
+        "budgets": service.budgets().map(|b| b.report()),
         "feed": {
             "viewers": feed.viewers(),
             "published": feed.published(),

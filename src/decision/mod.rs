@@ -97,6 +97,8 @@ pub struct DecisionService {
     pagerduty: Option<Arc<crate::pagerduty::PagerDuty>>,
     /// `telemetry:`: a span per decision.
     telemetry: Option<Arc<crate::telemetry::Telemetry>>,
+    /// The proxy's budgets, for the dashboard's report of them.
+    budgets: Option<Arc<crate::budgets::Budgets>>,
     /// Every scanner part of the rules is built ([`DecisionService::warm_up`]):
     /// the first evaluation runs at full speed.
     ready: Arc<std::sync::atomic::AtomicBool>,
@@ -190,6 +192,7 @@ impl DecisionService {
             last_reload: ArcSwapOption::empty(),
             pagerduty: None,
             telemetry: None,
+            budgets: None,
             ready: Arc::default(),
         })
     }
@@ -276,6 +279,16 @@ impl DecisionService {
 
     /// Pages on PagerDuty ([`crate::pagerduty`]): triggers from the
     /// decisions, resolves from the approvals.
+    /// Reports `budgets` on the dashboard (the proxy enforces them).
+    pub fn with_budgets(mut self, budgets: Arc<crate::budgets::Budgets>) -> DecisionService {
+        self.budgets = Some(budgets);
+        self
+    }
+
+    pub fn budgets(&self) -> Option<&Arc<crate::budgets::Budgets>> {
+        self.budgets.as_ref()
+    }
+
     pub fn with_pagerduty(mut self, pager: Arc<crate::pagerduty::PagerDuty>) -> DecisionService {
         if let Some(a) = &self.approvals {
             a.set_pager(pager.clone());

@@ -143,6 +143,15 @@ def test_a_spent_session_is_blocked_before_the_model(
     m = metrics(budgeted)
     assert f'parallax_budget_blocked_total{{budget="{SESSION_BUDGET}"}}' in m, m
     assert f'parallax_budget_warnings_total{{budget="{SESSION_BUDGET}"}}' in m, m
+    # The dashboard's overview reports them too.
+    status, body = http_get(f"{budgeted.url}/ui/api/overview")
+    assert status == 200, body
+    report = json.loads(body)["budgets"]
+    assert report["blocked"][SESSION_BUDGET] >= 1, report
+    assert {"id": USER_BUDGET, "measure": "cost_per_user_per_day", "limit": USER_COST} in report[
+        "limits"
+    ], report
+    assert report["output_tokens"] > 0, report
 
 
 def test_anthropic_and_responses_answers_are_charged(
