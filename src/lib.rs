@@ -34,4 +34,5 @@ pub mod proxy;
 pub mod rules_catalogue;
 pub mod settings;
 pub mod setup;
+pub mod telemetry;
 pub mod webhook;

@@ -55,6 +55,10 @@ pub struct Metrics {
     pub pagerduty_sent: AtomicU64,
     pub pagerduty_dropped: AtomicU64,
     pub pagerduty_failed: AtomicU64,
+    pub telemetry_queue_depth: AtomicU64,
+    pub telemetry_spans_exported: AtomicU64,
+    pub telemetry_spans_dropped: AtomicU64,
+    pub telemetry_spans_failed: AtomicU64,
     pub rejected_requests: AtomicU64,
     pub unauthorized: AtomicU64,
     pub reloads_ok: AtomicU64,
@@ -303,7 +307,7 @@ impl Metrics {
             let label = format!("door=\"{}\",", door.as_str());
             histogram(&mut out, "parallax_door_evaluation_seconds", &label, h);
         }
-        let gauges: [(&str, &str, &AtomicU64); 2] = [
+        let gauges: [(&str, &str, &AtomicU64); 3] = [
             (
                 "parallax_audit_queue_depth",
                 "Audit lines waiting for the writer.",
@@ -314,12 +318,17 @@ impl Metrics {
                 "Webhook notifications waiting to be sent.",
                 &self.webhook_queue_depth,
             ),
+            (
+                "parallax_telemetry_queue_depth",
+                "Decision spans waiting for the OTLP exporter.",
+                &self.telemetry_queue_depth,
+            ),
         ];
         for (name, help, v) in gauges {
             header(&mut out, name, "gauge", help);
             let _ = writeln!(out, "{name} {}", v.load(Relaxed));
         }
-        let counters: [(&str, &str, &AtomicU64); 15] = [
+        let counters: [(&str, &str, &AtomicU64); 18] = [
             (
                 "parallax_audit_lines_written_total",
                 "Audit lines written to the log.",
@@ -374,6 +383,21 @@ impl Metrics {
                 "parallax_pagerduty_failed_total",
                 "PagerDuty events given up on.",
                 &self.pagerduty_failed,
+            ),
+            (
+                "parallax_telemetry_spans_exported_total",
+                "Decision spans the OTLP receiver accepted.",
+                &self.telemetry_spans_exported,
+            ),
+            (
+                "parallax_telemetry_spans_dropped_total",
+                "Decision spans dropped because the export queue was full.",
+                &self.telemetry_spans_dropped,
+            ),
+            (
+                "parallax_telemetry_spans_failed_total",
+                "Decision spans in export requests that failed.",
+                &self.telemetry_spans_failed,
             ),
             (
                 "parallax_rejected_requests_total",

@@ -27,6 +27,7 @@ struct ConfigFile {
     mcp: Option<serde_yaml::Value>,
     approvals: Option<serde_yaml::Value>,
     reload: Option<serde_yaml::Value>,
+    telemetry: Option<serde_yaml::Value>,
     budgets: Option<serde_yaml::Value>,
     #[serde(default)]
     state: StateSettings,
@@ -363,6 +364,7 @@ fn front_door_sections(file: &ConfigFile) -> Result<FrontDoorSections, String> {
         ("mcp", &file.mcp),
         ("approvals", &file.approvals),
         ("reload", &file.reload),
+        ("telemetry", &file.telemetry),
         ("budgets", &file.budgets),
     ] {
         let Some(value) = value.as_ref().filter(|v| !v.is_null()) else {

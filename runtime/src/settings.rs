@@ -27,13 +27,14 @@ pub type FrontDoorSections = BTreeMap<String, serde_json::Value>;
 
 /// The top-level config keys that are front-door sections (checked by the
 /// binary, carried here as written).
-pub const FRONT_DOOR_KEYS: [&str; 7] = [
+pub const FRONT_DOOR_KEYS: [&str; 8] = [
     "server",
     "reporting",
     "proxy",
     "mcp",
     "approvals",
     "reload",
+    "telemetry",
     "budgets",
 ];
 

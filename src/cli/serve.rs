@@ -111,6 +111,11 @@ pub fn run(opts: Options) -> ExitCode {
             Ok(None) => {}
             Err(e) => return fail(e),
         }
+        match crate::telemetry::Telemetry::start(&settings.telemetry, metrics.clone()) {
+            Ok(Some(t)) => state = state.with_telemetry(t),
+            Ok(None) => {}
+            Err(e) => return fail(e),
+        }
         let addr = format!("{}:{}", settings.server.host, settings.server.port);
         let listener = match tokio::net::TcpListener::bind(&addr).await {
             Ok(l) => l,

@@ -15,8 +15,9 @@
 //!    the answer: the SQL hits join the chain, a store failure lets
 //!    fail_mode decide, server-wide monitor mode caps the action, and the
 //!    event is rewritten only when the final action is `redact`;
-//! 5. the decision is recorded: metrics, then the audit log and the
-//!    webhook (both behind bounded queues, off the request path).
+//! 5. the decision is recorded: metrics, then the audit log, the webhook
+//!    and the decision's trace span (all behind bounded queues, off the
+//!    request path).
 //!
 //! It lives in the binary crate, not the runtime: it ties the engine to the
 //! side-store, the audit log and the webhook, which are the binary's. The
@@ -94,6 +95,8 @@ pub struct DecisionService {
     last_reload: ArcSwapOption<reload::LastReload>,
     /// `reporting.pagerduty`: pages on blocks and holds.
     pagerduty: Option<Arc<crate::pagerduty::PagerDuty>>,
+    /// `telemetry:`: a span per decision.
+    telemetry: Option<Arc<crate::telemetry::Telemetry>>,
     /// The proxy's budgets, for the dashboard's report of them.
     budgets: Option<Arc<crate::budgets::Budgets>>,
     /// Every scanner part of the rules is built ([`DecisionService::warm_up`]):
@@ -188,6 +191,7 @@ impl DecisionService {
             running,
             last_reload: ArcSwapOption::empty(),
             pagerduty: None,
+            telemetry: None,
             budgets: None,
             ready: Arc::default(),
         })
@@ -291,6 +295,20 @@ impl DecisionService {
         }
         self.pagerduty = Some(pager);
         self
+    }
+
+    /// Exports a span per decision (`telemetry.otlp`).
+    pub fn with_telemetry(
+        mut self,
+        telemetry: Arc<crate::telemetry::Telemetry>,
+    ) -> DecisionService {
+        self.telemetry = Some(telemetry);
+        self
+    }
+
+    /// The tracer, when `telemetry.otlp` is set.
+    pub fn telemetry(&self) -> Option<&crate::telemetry::Telemetry> {
+        self.telemetry.as_deref()
     }
 
     pub fn with_webhook(mut self, webhook: Webhook) -> DecisionService {
@@ -725,7 +743,7 @@ impl DecisionService {
         )
     }
 
-    /// Step 5: metrics, audit line, webhook.
+    /// Step 5: metrics, pages, trace span, audit line, webhook.
     fn record(
         &self,
         engine: &Arc<Engine>,
@@ -744,6 +762,9 @@ impl DecisionService {
         );
         if let Some(pager) = &self.pagerduty {
             pager.on_decision(&event, report);
+        }
+        if let Some(t) = &self.telemetry {
+            t.decision(engine, &event, origin, report, started);
         }
         let plain_allow =
             report.action == Action::Allow && report.results.is_empty() && report.failure.is_none();
@@ -782,6 +803,9 @@ impl DecisionService {
         }
         if let Some(p) = &self.pagerduty {
             p.close().await;
+        }
+        if let Some(t) = &self.telemetry {
+            t.close(Duration::from_secs(5)).await;
         }
         if let Some(a) = &self.audit {
             // Joining the writer blocks: keep it off the async workers.

@@ -6,6 +6,7 @@ use super::response::{error, method_not_allowed, Body};
 use super::{admin, auth, evaluate};
 use crate::decision::DecisionService;
 use crate::proxy::Proxy;
+use crate::telemetry::propagation;
 use hyper::body::Incoming;
 use hyper::header::{HeaderValue, WWW_AUTHENTICATE};
 use hyper::{Method, Request, Response, StatusCode};
@@ -101,22 +102,44 @@ pub async fn handle(
             }
         }
     }
+    // The caller's W3C trace context (`traceparent`), when telemetry is
+    // on: the decisions this request makes are spans in its trace.
+    let trace = propagation::extract(service.telemetry(), req.headers());
     if let Some(proxy) = doors.proxy.filter(|_| proxied) {
-        return Ok(crate::proxy::handle(req, service, proxy, peer).await);
+        let call = match (service.telemetry(), trace) {
+            (Some(t), Some(parent)) => Some(t.proxy_span(&parent, req.method().as_str(), path)),
+            _ => None,
+        };
+        let response = propagation::within(
+            call.clone(),
+            crate::proxy::handle(req, service, proxy, peer),
+        )
+        .await;
+        return Ok(match call {
+            Some(cx) => propagation::finish_within(response, cx),
+            None => response,
+        });
     }
-    let response = match (req.method(), path) {
-        (&Method::GET | &Method::HEAD, "/health") => admin::health(&service),
-        (&Method::GET | &Method::HEAD, "/ready") => admin::ready(&service),
+    Ok(propagation::within(trace, route(req, &service)).await)
+}
+
+/// The API's own endpoints (not approvals, the dashboard, Slack or the
+/// proxy).
+async fn route(req: Request<Incoming>, service: &Arc<DecisionService>) -> Response<Body> {
+    let path = req.uri().path();
+    match (req.method(), path) {
+        (&Method::GET | &Method::HEAD, "/health") => admin::health(service),
+        (&Method::GET | &Method::HEAD, "/ready") => admin::ready(service),
         (_, "/ready") => method_not_allowed("GET, HEAD"),
-        (&Method::POST, "/evaluate") => evaluate::evaluate(req, &service).await,
-        (&Method::POST, super::litellm::PATH) => super::litellm::handle(req, &service).await,
+        (&Method::POST, "/evaluate") => evaluate::evaluate(req, service).await,
+        (&Method::POST, super::litellm::PATH) => super::litellm::handle(req, service).await,
         (_, super::litellm::PATH) => method_not_allowed("POST"),
         (&Method::POST, "/hooks/claudecode") => {
-            crate::hooks::http::handle(req, &service, crate::hooks::Framework::ClaudeCode).await
+            crate::hooks::http::handle(req, service, crate::hooks::Framework::ClaudeCode).await
         }
         (_, "/hooks/claudecode") => method_not_allowed("POST"),
-        (&Method::GET, "/metrics") => admin::metrics(&service).await,
-        (&Method::POST, "/admin/reload") => admin::reload(&service).await,
+        (&Method::GET, "/metrics") => admin::metrics(service).await,
+        (&Method::POST, "/admin/reload") => admin::reload(service).await,
         (_, "/health") => method_not_allowed("GET, HEAD"),
         (_, "/metrics") => method_not_allowed("GET"),
         (_, "/evaluate") | (_, "/admin/reload") => method_not_allowed("POST"),
@@ -128,8 +151,7 @@ pub async fn handle(
                  POST /admin/reload, GET /ui)"
             ),
         ),
-    };
-    Ok(response)
+    }
 }
 
 /// How long `uri` is as text, counted without building the text (a

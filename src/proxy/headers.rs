@@ -5,6 +5,8 @@
 //! is set), `Content-Length` (the body may be rewritten) and Parallax's own
 //! `X-Parallax-*` headers (the token, the session). Upstream is
 //! asked for `accept-encoding: identity`, so what comes back can be read.
+//! With `telemetry.otlp` set, `traceparent`/`tracestate` are Parallax's own
+//! (the proxy call's span, in the agent's trace when it sent one).
 
 use hyper::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT_ENCODING, CONNECTION};
 
@@ -54,6 +56,9 @@ pub fn upstream_request(incoming: &HeaderMap) -> HeaderMap {
         out.append(name.clone(), value.clone());
     }
     out.insert(ACCEPT_ENCODING, HeaderValue::from_static("identity"));
+    // With telemetry on, the call runs within its proxy span: the upstream
+    // joins the trace as that span's child.
+    crate::telemetry::propagation::inject_current(&mut out);
     out
 }
 

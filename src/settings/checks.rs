@@ -25,6 +25,7 @@ pub fn problems(s: &Settings) -> Vec<String> {
             );
         }
     }
+    out.extend(crate::telemetry::settings_problems(&s.telemetry));
     if s.reload.watch && !(10..=60_000).contains(&s.reload.debounce_ms) {
         out.push(format!(
             "reload.debounce_ms is {}: give 10 to 60000 milliseconds",

@@ -6,9 +6,9 @@ pub mod sections;
 
 pub use sections::{
     ApprovalsSettings, ApprovalsSlackSettings, BudgetLimit, BudgetsSettings, FsyncPolicy,
-    McpSettings, ModelPrice, NamedUpstream, OnFull, OtherPaths, PagerDutySettings, PoisonedTools,
-    ProxySettings, ReloadSettings, ReportingSettings, ServerSettings, Settings, UpstreamApi,
-    UpstreamAuth, WebhookFormat,
+    McpSettings, ModelPrice, NamedUpstream, OnFull, OtherPaths, OtlpProtocol, OtlpSettings,
+    PagerDutySettings, PoisonedTools, ProxySettings, ReloadSettings, ReportingSettings,
+    ServerSettings, Settings, TelemetrySettings, UpstreamApi, UpstreamAuth, WebhookFormat,
 };
 
 use parallax_runtime::ProgramSettings;

@@ -25,6 +25,8 @@ pub struct Settings {
     pub approvals: ApprovalsSettings,
     /// Reloading the rules when their files change.
     pub reload: ReloadSettings,
+    /// OpenTelemetry traces: a span per decision (`crate::telemetry`).
+    pub telemetry: TelemetrySettings,
     /// Token and cost budgets on the proxy's model calls.
     pub budgets: BudgetsSettings,
     /// The SQL rules' side-store (typed by the runtime, which opens it).
@@ -67,6 +69,9 @@ impl Settings {
         }
         if let Some(v) = sections.get("reload") {
             parse_section("reload", v, &mut settings.reload, &mut problems);
+        }
+        if let Some(v) = sections.get("telemetry") {
+            parse_section("telemetry", v, &mut settings.telemetry, &mut problems);
         }
         if problems.is_empty() {
             Ok(settings)
@@ -610,4 +615,73 @@ impl Default for ApprovalsSlackSettings {
             approvers: Default::default(),
         }
     }
+}
+
+/// `telemetry:`: OpenTelemetry traces, a span per decision exported over
+/// OTLP. Off (no exporter, nothing queued) until `otlp` is given.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TelemetrySettings {
+    /// Where spans go; `None`: no traces.
+    pub otlp: Option<OtlpSettings>,
+    /// `service.name` of the exported resource.
+    pub service_name: String,
+    /// Put the event (secrets masked as in the audit log) on each span.
+    /// Off by default: a trace backend is rarely meant to hold prompts and
+    /// tool arguments.
+    pub include_content: bool,
+    /// Finished spans waiting for the exporter, at most; past it a span is
+    /// dropped (and counted), never waited for.
+    pub queue_size: usize,
+    /// Spans sent in one export request, at most.
+    pub max_batch: usize,
+    /// Longest time a finished span waits before its batch is sent.
+    pub flush_ms: u64,
+}
+
+impl Default for TelemetrySettings {
+    fn default() -> Self {
+        TelemetrySettings {
+            otlp: None,
+            service_name: "parallax".into(),
+            include_content: false,
+            queue_size: 2048,
+            max_batch: 512,
+            flush_ms: 1000,
+        }
+    }
+}
+
+/// `telemetry.otlp`: the OTLP receiver (a Collector, or a backend that
+/// takes OTLP itself).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OtlpSettings {
+    /// The receiver's base URL, as `OTEL_EXPORTER_OTLP_ENDPOINT` takes it
+    /// (`http://collector:4318` for http/protobuf, where `/v1/traces` is
+    /// added unless the path already ends with it; `http://collector:4317`
+    /// for gRPC). `https://` uses TLS with the system's roots.
+    pub endpoint: String,
+    #[serde(default)]
+    pub protocol: OtlpProtocol,
+    /// Time one export request may take.
+    #[serde(default = "default_otlp_timeout_ms")]
+    pub timeout_ms: u64,
+    /// Headers sent with every export (a backend's API key, say).
+    #[serde(default)]
+    pub headers: std::collections::BTreeMap<String, String>,
+}
+
+fn default_otlp_timeout_ms() -> u64 {
+    10_000
+}
+
+/// The OTLP transports, named as `OTEL_EXPORTER_OTLP_PROTOCOL` names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum OtlpProtocol {
+    #[default]
+    #[serde(rename = "http/protobuf")]
+    HttpProtobuf,
+    #[serde(rename = "grpc")]
+    Grpc,
 }
