@@ -4,7 +4,9 @@
 //! definitions (`opentelemetry-proto`):
 //! - a decision is one `parallax.decision` span with its door, stage,
 //!   action and rule ids; a `traceparent` makes it a child of the caller's
-//!   span, none makes it a root; the event's text is not exported;
+//!   span (on `/evaluate`, the hooks route, LiteLLM's guardrail route),
+//!   none makes it a root, an unsampled one exports nothing; the event's
+//!   text is not exported;
 //! - `include_content: true` exports the event with its secrets masked;
 //! - a proxied model call is a `parallax.proxy` span in the caller's
 //!   trace, its decisions are its children, and the fake model upstream
@@ -459,7 +461,41 @@ fn http_protobuf_spans_join_the_callers_trace_and_carry_no_content() {
         attr(hooked, "parallax.framework").as_deref(),
         Some("claudecode")
     );
-    assert!(metric(addr, "parallax_telemetry_spans_exported_total") >= 3);
+
+    // A caller that did not sample its trace (flags 00): nothing exported
+    // for it. Then LiteLLM's guardrail route, sampled, joins the trace; by
+    // the time its span arrives the unsampled one would have too.
+    let unsampled = format!("00-{TRACE_ID}-{CALLER_SPAN}-00");
+    let r = post(addr, "/evaluate", Some(&unsampled), &dangerous());
+    assert_eq!(r.json()["action"], "block");
+    let guardrail = json!({"input_type": "request", "litellm_call_id": "call-otel",
+                           "texts": [format!("my key is {AWS_KEY}")]});
+    let r = post(
+        addr,
+        "/beta/litellm_basic_guardrail_api",
+        Some(&tp),
+        &guardrail,
+    );
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    let spans = receiver.wait_for(4);
+    assert_eq!(
+        spans.len(),
+        4,
+        "the unsampled trace was exported: {spans:?}"
+    );
+    let litellm = spans
+        .iter()
+        .find(|s| attr(s, "parallax.framework").as_deref() == Some("litellm"))
+        .expect("the guardrail's span");
+    assert_eq!(hex(&litellm.trace_id), TRACE_ID);
+    assert_eq!(hex(&litellm.parent_span_id), CALLER_SPAN);
+    assert_eq!(
+        attr(litellm, "parallax.session_id").as_deref(),
+        Some("call-otel")
+    );
+    assert_eq!(attr(litellm, "parallax.action").as_deref(), Some("redact"));
+    assert!(!receiver.raw().contains(AWS_KEY));
+    assert!(metric(addr, "parallax_telemetry_spans_exported_total") >= 4);
     assert_eq!(metric(addr, "parallax_telemetry_spans_dropped_total"), 0);
 }
 
