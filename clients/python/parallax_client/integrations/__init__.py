@@ -1,2 +1,3 @@
 """Helpers for agent frameworks, each behind an extra: ``openai-agents``
-(:mod:`.openai_agents`) and ``langchain`` (:mod:`.langchain`)."""
+(:mod:`.openai_agents`), ``langchain`` (:mod:`.langchain`) and ``crewai``
+(:mod:`.crewai`)."""
