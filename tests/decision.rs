@@ -193,59 +193,56 @@ fn http_eval_and_the_library_decide_alike() {
     assert_eq!(http_counts, decision_metrics(&lib_metrics, "library"));
 }
 
+/// `parallax <command> -c <config>` with `config` written first: whether
+/// it succeeded, and what it wrote to stderr.
+fn run_with_config(command: &str, config: &std::path::Path, yaml: &str) -> (bool, String) {
+    std::fs::write(config, yaml).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_parallax"))
+        .args([command, "-c"])
+        .arg(config)
+        .env_remove("PARALLAX_TEST_UNSET_KEY")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run parallax");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 #[test]
 fn a_bad_proxy_upstream_is_named_by_lint() {
     let dir = temp_dir("decision-proxy");
     let config = dir.join("parallax.yaml");
-    std::fs::write(
-        &config,
-        "proxy:\n  enabled: true\n  anthropic_upstream: ftp://example\n",
-    )
-    .unwrap();
+    let yaml = "proxy:\n  enabled: true\n  anthropic_upstream: ftp://example\n";
+    let (ok, err) = run_with_config("lint", &config, yaml);
+    assert!(!ok);
+    assert!(err.contains("proxy.anthropic_upstream"), "{err}");
     let e = match parallax::backend::load(Some(&config), false) {
         Ok(_) => panic!("an ftp upstream was accepted"),
         Err(e) => e.to_string(),
     };
     assert!(e.contains("proxy.anthropic_upstream"), "{e}");
-    let out = Command::new(env!("CARGO_BIN_EXE_parallax"))
-        .args(["lint", "-c"])
-        .arg(&config)
-        .output()
-        .expect("run parallax lint");
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("proxy.anthropic_upstream"));
 }
 
 #[test]
 fn a_bad_named_upstream_is_named_by_lint_and_a_missing_key_stops_serve() {
     let dir = temp_dir("decision-upstreams");
     let config = dir.join("parallax.yaml");
-    std::fs::write(
+    let (ok, err) = run_with_config(
+        "lint",
         &config,
-        "proxy:\n  enabled: true\n  upstreams:\n    health:\n      base_url: http://127.0.0.1:1\n      api: openai\n    ollama:\n      base_url: ollama.local\n      api: gemini\n",
-    )
-    .unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_parallax"))
-        .args(["lint", "-c"])
-        .arg(&config)
-        .output()
-        .expect("run parallax lint");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{err}");
-    // serde stops at the first bad variant; the name check needs a parse.
+        "proxy:\n  enabled: true\n  upstreams:\n    ollama:\n      base_url: http://127.0.0.1:1\n      api: gemini\n",
+    );
+    assert!(!ok, "{err}");
+    // serde stops at the first bad variant, naming it.
     assert!(err.contains("proxy") && err.contains("gemini"), "{err}");
-    std::fs::write(
+    let (ok, err) = run_with_config(
+        "lint",
         &config,
         "proxy:\n  enabled: true\n  upstreams:\n    health:\n      base_url: ollama.local\n      api: openai\n",
-    )
-    .unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_parallax"))
-        .args(["lint", "-c"])
-        .arg(&config)
-        .output()
-        .expect("run parallax lint");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{err}");
+    );
+    assert!(!ok, "{err}");
     assert!(
         err.contains("proxy.upstreams.health: `/health` is one of Parallax's own routes"),
         "{err}"
@@ -253,20 +250,12 @@ fn a_bad_named_upstream_is_named_by_lint_and_a_missing_key_stops_serve() {
     assert!(err.contains("proxy.upstreams.health.base_url:"), "{err}");
     // A credential that is not in the environment stops the start, naming
     // the key and the variable.
-    std::fs::write(
+    let (ok, err) = run_with_config(
+        "serve",
         &config,
         "server:\n  port: 0\nproxy:\n  enabled: true\n  upstreams:\n    vllm:\n      base_url: http://127.0.0.1:1/v1\n      api: openai\n      auth: {header: authorization, env: PARALLAX_TEST_UNSET_KEY, scheme: Bearer}\n",
-    )
-    .unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_parallax"))
-        .args(["serve", "-c"])
-        .arg(&config)
-        .env_remove("PARALLAX_TEST_UNSET_KEY")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .expect("run parallax serve");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{err}");
+    );
+    assert!(!ok, "{err}");
     assert!(
         err.contains("proxy.upstreams.vllm.auth.env: the environment variable `PARALLAX_TEST_UNSET_KEY` is not set"),
         "{err}"

@@ -227,11 +227,18 @@ def start_parallax(
             cwd=tmp,
             env={**os.environ, **(env or {})},
         )
-    px = Parallax(proc=proc, port=port, audit_log=audit_log, stderr_path=stderr_path)
+    return wait_healthy(
+        Parallax(proc=proc, port=port, audit_log=audit_log, stderr_path=stderr_path)
+    )
+
+
+def wait_healthy(px: Parallax) -> Parallax:
+    """`px` once its `/health` answers; stopped, with its stderr in the
+    error, if it exits or does not answer in time."""
     deadline = time.monotonic() + STARTUP_TIMEOUT_S
     while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"parallax exited with {proc.returncode}: {px.stderr()}")
+        if px.proc.poll() is not None:
+            raise RuntimeError(f"parallax exited with {px.proc.returncode}: {px.stderr()}")
         try:
             status, _ = http_get(f"{px.url}/health", timeout=1.0)
             if status == 200:
@@ -239,7 +246,7 @@ def start_parallax(
         except OSError:
             pass
         time.sleep(0.1)
-    stop(proc)
+    stop(px.proc)
     raise RuntimeError(f"parallax did not answer /health within {STARTUP_TIMEOUT_S} s: {px.stderr()}")
 
 
@@ -292,10 +299,13 @@ def make_anthropic(base: str, session_id: str) -> anthropic.Anthropic:
     )
 
 
-def make_openai(base: str, session_id: str) -> openai.OpenAI:
+def make_openai(
+    base: str, session_id: str, path: str = "/openai/v1", api_key: str = "sk-test-dummy"
+) -> openai.OpenAI:
+    """The OpenAI SDK at `base` + `path` (a named upstream's prefix too)."""
     return openai.OpenAI(
-        api_key="sk-test-dummy",
-        base_url=f"{base}/openai/v1",
+        api_key=api_key,
+        base_url=f"{base}{path}",
         max_retries=0,
         timeout=CLIENT_TIMEOUT_S,
         default_headers={"x-parallax-session": session_id},

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,7 +18,6 @@ import openai
 import pytest
 
 from conftest import (
-    STARTUP_TIMEOUT_S,
     FakeUpstream,
     Parallax,
     http_get,
@@ -28,6 +26,7 @@ from conftest import (
     parallax_bin,
     start_parallax,
     stop,
+    wait_healthy,
 )
 from scenarios import PLAIN_REPLY, PLAIN_STEP, Json
 
@@ -65,27 +64,16 @@ def start_with_budgets(tmp: Path, upstream: str, ledger: Path) -> Parallax:
 
 def restart(px: Parallax, tmp: Path) -> Parallax:
     """`parallax serve` again on the same port, config and files."""
-    cfg = tmp / "parallax.yaml"
     with px.stderr_path.open("ab") as err:
         proc = subprocess.Popen(
-            [str(parallax_bin()), "serve", "-c", str(cfg), "--log-level", "warn"],
+            [str(parallax_bin()), "serve", "-c", str(tmp / "parallax.yaml"), "--log-level", "warn"],
             stdout=subprocess.DEVNULL,
             stderr=err,
             cwd=tmp,
         )
-    new = Parallax(proc=proc, port=px.port, audit_log=px.audit_log, stderr_path=px.stderr_path)
-    deadline = time.monotonic() + STARTUP_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"parallax exited with {proc.returncode}: {new.stderr()}")
-        try:
-            if http_get(f"{new.url}/health", timeout=1.0)[0] == 200:
-                return new
-        except OSError:
-            pass
-        time.sleep(0.1)
-    stop(proc)
-    raise RuntimeError(f"parallax did not come up: {new.stderr()}")
+    return wait_healthy(
+        Parallax(proc=proc, port=px.port, audit_log=px.audit_log, stderr_path=px.stderr_path)
+    )
 
 
 @pytest.fixture(scope="module")

@@ -18,6 +18,7 @@ from conftest import (
     FakeUpstream,
     Parallax,
     http_get,
+    make_openai,
     start_parallax,
     stop,
 )
@@ -70,13 +71,7 @@ def gateway(
 
 
 def ollama(px: Parallax, session: str) -> openai.OpenAI:
-    return openai.OpenAI(
-        api_key="ollama",
-        base_url=f"{px.url}/ollama/v1",
-        max_retries=0,
-        timeout=CLIENT_TIMEOUT_S,
-        default_headers={"x-parallax-session": session},
-    )
+    return make_openai(px.url, session, path="/ollama/v1", api_key="ollama")
 
 
 def azure(px: Parallax, session: str) -> openai.AzureOpenAI:
@@ -138,13 +133,7 @@ def test_vllm_base_with_v1_gets_parallaxs_key_and_a_redacted_secret(
     upstream: FakeUpstream, gateway: Parallax, session_id: str
 ) -> None:
     upstream.script({"chat": [PLAIN_STEP]})
-    client = openai.OpenAI(
-        api_key="agent-has-no-real-key",
-        base_url=f"{gateway.url}/vllm",
-        max_retries=0,
-        timeout=CLIENT_TIMEOUT_S,
-        default_headers={"x-parallax-session": session_id},
-    )
+    client = make_openai(gateway.url, session_id, path="/vllm", api_key="agent-has-no-real-key")
     reply = ask(client, "meta-llama/Llama-3.1-8B", "create", user(f"My key is {AWS_KEY}."))
     assert reply["content"] == PLAIN_REPLY
     sent = upstream.model_requests("/v1/chat/completions")
