@@ -66,6 +66,9 @@ from conftest import AGENT_TOKEN, HERE, Server  # noqa: E402
 from parallax_client import AsyncParallax, Denied, Firewall, Parallax  # noqa: E402
 from parallax_client.integrations.crewai import ParallaxTool, guard_crew, guard_tool  # noqa: E402
 
+# crewai 1.15 warns about its own deprecated fields on every Agent and Crew.
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
 SECRET = "sk-test-abcdefghijklmnopqrst"
 ran: list[str] = []
 
