@@ -73,16 +73,23 @@ fn the_server_blocks_an_injected_tool_result_and_audits_its_score() {
     }
     let b = evaluate(server.addr, &benign);
     assert_eq!(b["action"], "allow", "{b}");
+    // The jailbreak is detected; its goal (switching off audit logging)
+    // is blocked as a tool call, so the message is blocked too.
     let m = evaluate(server.addr, &message);
-    assert_eq!(m["action"], "detect", "{m}");
-    assert!(
-        m["results"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|r| r["rule_id"] == "classifier-injection-message"),
-        "{m}"
-    );
+    assert_eq!(m["action"], "block", "{m}");
+    for rule in [
+        "classifier-injection-message",
+        "classifier-jailbreak-with-blocked-goal",
+    ] {
+        assert!(
+            m["results"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|r| r["rule_id"] == rule),
+            "{rule}: {m}"
+        );
+    }
     server.stop();
 
     let lines = audit_lines(&log);
