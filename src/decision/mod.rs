@@ -389,6 +389,7 @@ impl DecisionService {
         let store = StoreUse {
             present: self.store.load().is_some(),
             event_clock: self.event_clock,
+            decided_at: self.clock.now(),
             routing: self.sql_routing,
         };
         evaluate(current, prepared, store, None)
@@ -424,6 +425,7 @@ impl DecisionService {
         let store = StoreUse {
             present: self.store.load().is_some(),
             event_clock: self.event_clock,
+            decided_at: self.clock.now(),
             routing: self.sql_routing,
         };
         let timeout_ms = self.settings.server.eval_timeout_ms;
@@ -858,6 +860,11 @@ struct StoreUse {
     present: bool,
     /// Replay mode: the event's timestamp is the store's clock.
     event_clock: bool,
+    /// The service clock when the event was taken: the time its row gets
+    /// and its windows end at, so a backlog on the store's thread neither
+    /// ages an event nor stretches a window (a lockout would otherwise
+    /// last as long as the queue is late).
+    decided_at: f64,
     /// See [`DecisionService::judging_every_event`].
     routing: bool,
 }
@@ -897,11 +904,13 @@ fn evaluate(
         };
         let mut route = route;
         let request = (store.present && route != Route::Skip).then(|| {
-            let now = store.event_clock.then(|| {
+            let now = Some(if store.event_clock {
                 prepared
                     .event
                     .timestamp
                     .unwrap_or_else(|| SystemClock.now())
+            } else {
+                store.decided_at
             });
             let mut req = StoreRequest::new(&prepared, &verdict, current.engine.program(), now);
             // The rules' cheap preconditions: a rule whose guard is false
