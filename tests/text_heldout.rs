@@ -26,7 +26,7 @@ use support::held_out;
 const FLOORS: held_out::Floors<'static> = &[
     ("indirect_injection.yaml", 0.44, 0.018), // before 0.370 / 0.019; 0.444 with the indirect rules
     ("encoded_injection.yaml", 0.71, 0.25),   // before 0.481 / 0.173
-    ("multilingual_injection.yaml", 0.41, 0.035), // before 0.400 / 0.000
+    ("multilingual_injection.yaml", 0.56, 0.035), // before 0.400 / 0.000
     ("tool_poisoning.yaml", 0.48, 0.022),     // before 0.422 / 0.022
     ("model_manipulation.yaml", 0.24, 0.0), // before 0.146 / 0.000; 0.244 with the parameter-range rule
     ("secrets_outbound.yaml", 0.28, 0.28),  // before 0.264 / 0.264
