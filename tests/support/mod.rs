@@ -329,3 +329,23 @@ pub fn eval_verdicts(out: std::process::Output) -> Vec<Value> {
         .map(|l| serde_json::from_str(l).expect("one JSON verdict per line"))
         .collect()
 }
+
+/// A `parallax serve` (or any child) killed and reaped when dropped, so a
+/// failing test leaves no server behind.
+pub struct Serve(pub std::process::Child);
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A port free on 127.0.0.1 when asked (the server binds it next).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("bind an ephemeral port")
+        .local_addr()
+        .expect("its address")
+        .port()
+}
