@@ -497,12 +497,24 @@ fn decode_printable(run: &[u8]) -> Option<String> {
             acc &= (1 << bits) - 1;
         }
     }
-    let s = String::from_utf8(out).ok()?;
-    let readable = s
-        .chars()
-        .all(|c| !c.is_control() || matches!(c, '\n' | '\r' | '\t'));
+    readable_words(out)
+}
+
+/// Decoded bytes as text a rule can read: UTF-8 with no control
+/// characters other than whitespace. Every decoder's test of its output.
+pub(crate) fn readable(bytes: Vec<u8>) -> Option<String> {
+    let s = String::from_utf8(bytes).ok()?;
+    s.chars()
+        .all(|c| !c.is_control() || matches!(c, '\n' | '\r' | '\t'))
+        .then_some(s)
+}
+
+/// [`readable`] text that is mostly letters: what a payload decodes to,
+/// where random bytes (keys, hashes, images) almost never are.
+pub(crate) fn readable_words(bytes: Vec<u8>) -> Option<String> {
+    let s = readable(bytes)?;
     let letters = s.chars().filter(|c| c.is_alphabetic()).count();
-    (readable && letters * 2 >= s.chars().count()).then_some(s)
+    (letters * 2 >= s.chars().count()).then_some(s)
 }
 
 /// The text a run of hex digits decodes to, if it is readable text in
@@ -516,12 +528,7 @@ fn decode_hex_printable(run: &[u8]) -> Option<String> {
         .chunks_exact(2)
         .map(|p| Some(digit(p[0])? << 4 | digit(p[1])?))
         .collect();
-    let s = String::from_utf8(out?).ok()?;
-    let readable = s
-        .chars()
-        .all(|c| !c.is_control() || matches!(c, '\n' | '\r' | '\t'));
-    let letters = s.chars().filter(|c| c.is_alphabetic()).count();
-    (readable && letters * 2 >= s.chars().count()).then_some(s)
+    readable_words(out?)
 }
 
 /// The letter a leetspeak character stands for.

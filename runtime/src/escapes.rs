@@ -24,7 +24,7 @@
 //! decodes to is not decoded again by this pass (the later passes of
 //! [`crate::deobfuscate`], base64 and the rest, do run on the result).
 
-use crate::deobfuscate::{apply, Edit, Replacement, View};
+use crate::deobfuscate::{apply, readable, readable_words, Edit, Replacement, View};
 
 /// Spaced hex bytes (`69 67 6e ...`) need at least this many.
 const MIN_SPACED_HEX_BYTES: usize = 8;
@@ -139,15 +139,6 @@ fn hex_byte(bytes: &[u8], at: usize) -> Option<u8> {
     Some(hex_value(*bytes.get(at)?)? << 4 | hex_value(*bytes.get(at + 1)?)?)
 }
 
-/// Whether decoded bytes are text a rule can read: UTF-8 with no control
-/// characters other than whitespace.
-fn readable(decoded: &[u8]) -> Option<String> {
-    let s = std::str::from_utf8(decoded).ok()?;
-    s.chars()
-        .all(|c| !c.is_control() || matches!(c, '\n' | '\r' | '\t'))
-        .then(|| s.to_string())
-}
-
 /// What a decoder found at a position: where the run it read ends, and
 /// what it decodes to (`None`: not readable text, left as it is).
 type Found = Option<(usize, Option<Replacement>)>;
@@ -248,7 +239,7 @@ fn percent_run(bytes: &[u8], at: usize) -> Found {
     if out.is_empty() {
         return None;
     }
-    Some((j, readable(&out).map(Replacement::Text)))
+    Some((j, readable(out).map(Replacement::Text)))
 }
 
 /// Quoted-printable at `at`: a soft line break (removed) or a run of
@@ -285,7 +276,7 @@ fn quoted_printable_run(bytes: &[u8], at: usize) -> Found {
     if out.is_empty() {
         return soft.then_some((j, Some(Replacement::Nothing)));
     }
-    Some((j, readable(&out).map(Replacement::Text)))
+    Some((j, readable(out).map(Replacement::Text)))
 }
 
 /// `\uHHHH` (a surrogate pair as two) or `\xHH` escapes at `at`, a run of
@@ -343,7 +334,7 @@ fn backslash_run(bytes: &[u8], at: usize) -> Found {
     if broken || pending_high.is_some() {
         return Some((j, None));
     }
-    Some((j, readable(&decoded).map(Replacement::Text)))
+    Some((j, readable(decoded).map(Replacement::Text)))
 }
 
 /// The text with its spaced hex bytes (`69 67 6e ...`, eight or more)
@@ -401,11 +392,7 @@ fn hex_run(bytes: &[u8], at: usize) -> Found {
         return Some((end, None));
     }
     let decoded: Option<Vec<u8>> = (0..n).map(|k| hex_byte(bytes, at + 3 * k)).collect();
-    let text = decoded.as_deref().and_then(readable).filter(|text| {
-        let letters = text.chars().filter(|c| c.is_alphabetic()).count();
-        letters * 2 >= text.chars().count()
-    });
-    Some((end, text.map(Replacement::Text)))
+    Some((end, decoded.and_then(readable_words).map(Replacement::Text)))
 }
 
 #[cfg(test)]
