@@ -10,7 +10,7 @@ use std::fmt::Write;
 const GUIDE: &str = include_str!("../docs/rules-guide.md");
 
 /// Known categories, in catalogue order, with their headings.
-pub const CATEGORIES: [(&str, &str); 13] = [
+pub const CATEGORIES: [(&str, &str); 14] = [
     ("prompt_injection", "Prompt injection and jailbreak"),
     ("secret_leakage", "Secret leakage"),
     ("pii", "Personal data (PII)"),
@@ -24,6 +24,7 @@ pub const CATEGORIES: [(&str, &str); 13] = [
     ("model_manipulation", "Model manipulation"),
     ("resource_abuse", "Resource abuse"),
     ("sensitive_file_writes", "Sensitive file writes"),
+    ("memory_poisoning", "Memory poisoning"),
 ];
 
 fn cell(s: &str) -> String {

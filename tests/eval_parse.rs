@@ -93,7 +93,24 @@ mod reference {
             params,
             metadata: take(&mut obj, "metadata"),
             response_text: opt_string(&mut obj, "response_text")?,
+            memory_key: opt_string(&mut obj, "memory_key")?,
+            memory_text: opt_string(&mut obj, "memory_text")?,
+            query: opt_string(&mut obj, "query")?,
+            documents: documents(&mut obj)?,
         })
+    }
+
+    /// `documents` is checked by the one function both parsers share (the
+    /// shape check is not what this reference is for: the fast path's slot
+    /// parsing is).
+    fn documents(obj: &mut Map<String, Value>) -> Result<Value, EventError> {
+        match obj.remove("documents") {
+            None | Some(Value::Null) => Ok(Value::Null),
+            Some(docs) => Ok(Event::from_value(
+                serde_json::json!({"stage": "retrieval.after", "documents": docs}),
+            )?
+            .documents),
+        }
     }
 
     fn take(obj: &mut Map<String, Value>, key: &str) -> Value {

@@ -141,6 +141,7 @@ fn schemas_built_from_runtime_enums_match_the_runtime() {
             "stage" => json!("tool.before"),
             "timestamp" => json!(1_700_000_000.0),
             "tool_args" | "tool_result" | "params" | "metadata" => json!({}),
+            "documents" => json!([{"text": "x", "source": "kb"}]),
             _ => json!("x"),
         };
         let mut event = json!({"stage": "tool.before"});

@@ -41,6 +41,9 @@ fn top_tokens(t: TopField) -> TokenStream {
         TopField::ToolName => quote!(TopField::ToolName),
         TopField::Model => quote!(TopField::Model),
         TopField::ResponseText => quote!(TopField::ResponseText),
+        TopField::MemoryKey => quote!(TopField::MemoryKey),
+        TopField::MemoryText => quote!(TopField::MemoryText),
+        TopField::RetrievalQuery => quote!(TopField::RetrievalQuery),
     }
 }
 
@@ -69,6 +72,7 @@ fn root_tokens(r: JsonRoot) -> TokenStream {
         JsonRoot::ToolArgs => quote!(JsonRoot::ToolArgs),
         JsonRoot::ToolResult => quote!(JsonRoot::ToolResult),
         JsonRoot::Params => quote!(JsonRoot::Params),
+        JsonRoot::Documents => quote!(JsonRoot::Documents),
     }
 }
 

@@ -10,7 +10,7 @@
 //! the prepared event in place: no check allocates.
 
 use crate::event::Event;
-use crate::field::{FieldRef, JsonRoot};
+use crate::field::FieldRef;
 use crate::prepared::PreparedEvent;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -104,11 +104,7 @@ pub fn for_each_leaf(event: &PreparedEvent, field: &FieldRef, f: &mut dyn FnMut(
     match field {
         FieldRef::Json { root, path } => {
             let e: &Event = &event.event;
-            let v = match root {
-                JsonRoot::ToolArgs => &e.tool_args,
-                JsonRoot::ToolResult => &e.tool_result,
-                JsonRoot::Params => &e.params,
-            };
+            let v = e.json_root(*root);
             if !v.is_null() {
                 walk(v, path, f, false);
             }

@@ -45,6 +45,16 @@ pub struct Event {
     pub metadata: Value,
     /// The model's output (stage `response.after`).
     pub response_text: Option<String>,
+    /// The key an agent writes a memory under (stage `memory.before`).
+    pub memory_key: Option<String>,
+    /// The text an agent is about to store in its memory.
+    pub memory_text: Option<String>,
+    /// A retrieval query (stages `retrieval.before` and `retrieval.after`).
+    pub query: Option<String>,
+    /// The documents a retrieval returned: an array of objects, each with a
+    /// `text` and optionally `source`, `score`, `id` and `metadata`
+    /// (checked by [`documents`]); `Null` when absent.
+    pub documents: Value,
 }
 
 /// Why an event was rejected; the message names the field.
@@ -58,7 +68,7 @@ pub enum EventError {
     MissingStage,
     #[error("field `{field}`: {why}")]
     BadField { field: &'static str, why: String },
-    #[error("unknown field `{0}` (known: stage, session_id, channel, user_id, timestamp, message_text, tool_name, tool_args, tool_result, model, params, metadata, response_text)")]
+    #[error("unknown field `{0}` (known: stage, session_id, channel, user_id, timestamp, message_text, tool_name, tool_args, tool_result, model, params, metadata, response_text, memory_key, memory_text, query, documents)")]
     UnknownField(String),
 }
 
@@ -76,7 +86,7 @@ pub fn json_type(v: &Value) -> &'static str {
 
 /// Every field an event may have (any other is rejected); the API contract
 /// (`parallax docs api`) lists exactly these.
-pub const FIELDS: [&str; 13] = [
+pub const FIELDS: [&str; 17] = [
     "stage",
     "session_id",
     "channel",
@@ -90,7 +100,16 @@ pub const FIELDS: [&str; 13] = [
     "params",
     "metadata",
     "response_text",
+    "memory_key",
+    "memory_text",
+    "query",
+    "documents",
 ];
+
+/// The keys a retrieved document may carry; any other is rejected, so a
+/// client that sends `content` for `text` hears about it instead of having
+/// its documents go unscanned.
+pub const DOCUMENT_KEYS: [&str; 5] = ["text", "source", "score", "id", "metadata"];
 
 impl Event {
     /// The value of a plain string field.
@@ -104,6 +123,9 @@ impl Event {
             TopField::ToolName => self.tool_name.as_deref(),
             TopField::Model => self.model.as_deref(),
             TopField::ResponseText => self.response_text.as_deref(),
+            TopField::MemoryKey => self.memory_key.as_deref(),
+            TopField::MemoryText => self.memory_text.as_deref(),
+            TopField::RetrievalQuery => self.query.as_deref(),
         }
     }
 
@@ -114,6 +136,7 @@ impl Event {
             JsonRoot::ToolArgs => &self.tool_args,
             JsonRoot::ToolResult => &self.tool_result,
             JsonRoot::Params => &self.params,
+            JsonRoot::Documents => &self.documents,
         }
     }
 
@@ -190,6 +213,9 @@ impl Event {
             ("tool_name", &self.tool_name),
             ("model", &self.model),
             ("response_text", &self.response_text),
+            ("memory_key", &self.memory_key),
+            ("memory_text", &self.memory_text),
+            ("query", &self.query),
         ];
         for (k, v) in strings {
             if let Some(v) = v {
@@ -206,6 +232,7 @@ impl Event {
             ("tool_result", &self.tool_result),
             ("params", &self.params),
             ("metadata", &self.metadata),
+            ("documents", &self.documents),
         ] {
             if !v.is_null() {
                 m.insert(k.into(), v.clone());
@@ -241,6 +268,10 @@ struct Fields {
     params: Option<Value>,
     metadata: Option<Value>,
     response_text: Option<Value>,
+    memory_key: Option<Value>,
+    memory_text: Option<Value>,
+    query: Option<Value>,
+    documents: Option<Value>,
 }
 
 /// A field's name, as [`FIELDS`] lists them.
@@ -259,6 +290,10 @@ enum Field {
     Params,
     Metadata,
     ResponseText,
+    MemoryKey,
+    MemoryText,
+    Query,
+    Documents,
 }
 
 impl Field {
@@ -277,6 +312,10 @@ impl Field {
             "params" => Field::Params,
             "metadata" => Field::Metadata,
             "response_text" => Field::ResponseText,
+            "memory_key" => Field::MemoryKey,
+            "memory_text" => Field::MemoryText,
+            "query" => Field::Query,
+            "documents" => Field::Documents,
             _ => return None,
         })
     }
@@ -298,6 +337,10 @@ impl Fields {
             Field::Params => &mut self.params,
             Field::Metadata => &mut self.metadata,
             Field::ResponseText => &mut self.response_text,
+            Field::MemoryKey => &mut self.memory_key,
+            Field::MemoryText => &mut self.memory_text,
+            Field::Query => &mut self.query,
+            Field::Documents => &mut self.documents,
         }
     }
 
@@ -340,8 +383,93 @@ impl Fields {
             params,
             metadata: self.metadata.unwrap_or(Value::Null),
             response_text: opt_string(self.response_text, "response_text")?,
+            memory_key: opt_string(self.memory_key, "memory_key")?,
+            memory_text: opt_string(self.memory_text, "memory_text")?,
+            query: opt_string(self.query, "query")?,
+            documents: documents(self.documents)?,
         })
     }
+}
+
+/// Checks `documents`: an array of objects, each with a string `text`;
+/// `source` a string, `score` a number, `id` a string or number,
+/// `metadata` anything (kept, never scanned). The error names the
+/// document by its index.
+fn documents(value: Option<Value>) -> Result<Value, EventError> {
+    let bad = |why: String| EventError::BadField {
+        field: "documents",
+        why,
+    };
+    let items = match value {
+        None | Some(Value::Null) => return Ok(Value::Null),
+        Some(Value::Array(items)) => items,
+        Some(other) => {
+            return Err(bad(format!(
+                "expected an array of documents, got {}",
+                json_type(&other)
+            )))
+        }
+    };
+    for (i, doc) in items.iter().enumerate() {
+        let Value::Object(map) = doc else {
+            return Err(bad(format!(
+                "document {i}: expected an object with a `text`, got {}",
+                json_type(doc)
+            )));
+        };
+        if let Some(k) = map.keys().find(|k| !DOCUMENT_KEYS.contains(&k.as_str())) {
+            return Err(bad(format!(
+                "document {i}: unknown key `{k}` (known: text, source, score, id, metadata)"
+            )));
+        }
+        match map.get("text") {
+            Some(Value::String(_)) => {}
+            None => return Err(bad(format!("document {i}: missing `text`"))),
+            Some(other) => {
+                return Err(bad(format!(
+                    "document {i}: `text` must be a string, got {}",
+                    json_type(other)
+                )))
+            }
+        }
+        match map.get("source") {
+            None | Some(Value::Null) | Some(Value::String(_)) => {}
+            Some(other) => {
+                return Err(bad(format!(
+                    "document {i}: `source` must be a string, got {}",
+                    json_type(other)
+                )))
+            }
+        }
+        match map.get("score") {
+            None | Some(Value::Null) | Some(Value::Number(_)) => {}
+            Some(other) => {
+                return Err(bad(format!(
+                    "document {i}: `score` must be a number, got {}",
+                    json_type(other)
+                )))
+            }
+        }
+        match map.get("id") {
+            None | Some(Value::Null) | Some(Value::String(_)) | Some(Value::Number(_)) => {}
+            Some(other) => {
+                return Err(bad(format!(
+                    "document {i}: `id` must be a string or a number, got {}",
+                    json_type(other)
+                )))
+            }
+        }
+    }
+    Ok(Value::Array(items))
+}
+
+/// The `text` of each document of a checked `documents` value, in order.
+pub fn document_texts(documents: &Value) -> impl Iterator<Item = &str> {
+    documents
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|d| d.get("text").and_then(Value::as_str))
 }
 
 /// What [`Event::parse_plain`] deserializes: the slots, or an error for
@@ -477,6 +605,29 @@ mod tests {
         );
         assert!(err(json!({"stage": "tool.before", "params": [1]})).contains("params"));
         assert!(err(json!([1])).contains("object"));
+        let docs = |d| err(json!({"stage": "retrieval.after", "documents": d}));
+        assert!(docs(json!("text")).contains("array of documents"));
+        assert!(docs(json!([{"text": "a"}, "b"])).contains("document 1"));
+        assert!(docs(json!([{"content": "a"}])).contains("unknown key `content`"));
+        assert!(docs(json!([{"source": "a"}])).contains("missing `text`"));
+        assert!(docs(json!([{"text": 3}])).contains("`text` must be a string"));
+        assert!(docs(json!([{"text": "a", "score": "high"}])).contains("`score`"));
+        assert!(
+            err(json!({"stage": "memory.before", "memory_text": {"a": 1}})).contains("memory_text")
+        );
+    }
+
+    #[test]
+    fn memory_and_retrieval_fields_round_trip() {
+        let v = json!({"stage": "retrieval.after", "query": "q", "session_id": "s",
+            "documents": [{"text": "t", "source": "wiki", "score": 0.9, "id": 7,
+                           "metadata": {"page": 3}}]});
+        let e = Event::from_value(v.clone()).unwrap();
+        assert_eq!(e.stage, Stage::RetrievalAfter);
+        assert_eq!(document_texts(&e.documents).collect::<Vec<_>>(), ["t"]);
+        assert_eq!(e.to_value(), v);
+        let m = json!({"stage": "memory.before", "memory_key": "k", "memory_text": "t"});
+        assert_eq!(Event::from_value(m.clone()).unwrap().to_value(), m);
     }
 
     #[test]

@@ -64,6 +64,14 @@ pub enum TopField {
     Model,
     /// The model's output, at `response.after`.
     ResponseText,
+    /// The key a memory is written under, at `memory.before`.
+    MemoryKey,
+    /// The text a memory write stores, at `memory.before`.
+    MemoryText,
+    /// The retrieval query (the event's `query`), at `retrieval.before`
+    /// and `retrieval.after`. Named apart from the canonical `query`, which
+    /// is a SQL statement a tool call runs.
+    RetrievalQuery,
 }
 
 /// JSON-valued parts of an event that a dotted path can walk into.
@@ -73,6 +81,8 @@ pub enum JsonRoot {
     ToolArgs,
     ToolResult,
     Params,
+    /// The retrieved documents (`documents.text`, `documents.source`).
+    Documents,
 }
 
 /// A field a rule scans or compares.
@@ -116,7 +126,7 @@ pub const CANONICAL_NAMES: [(&str, Canonical); 15] = [
 ];
 
 /// Plain event field names as rules and CEL expressions write them.
-pub const TOP_FIELD_NAMES: [(&str, TopField); 8] = [
+pub const TOP_FIELD_NAMES: [(&str, TopField); 11] = [
     ("stage", TopField::Stage),
     ("session_id", TopField::SessionId),
     ("channel", TopField::Channel),
@@ -125,12 +135,16 @@ pub const TOP_FIELD_NAMES: [(&str, TopField); 8] = [
     ("tool_name", TopField::ToolName),
     ("model", TopField::Model),
     ("response_text", TopField::ResponseText),
+    ("memory_key", TopField::MemoryKey),
+    ("memory_text", TopField::MemoryText),
+    ("retrieval_query", TopField::RetrievalQuery),
 ];
 
-const ROOTS: [(&str, JsonRoot); 3] = [
+const ROOTS: [(&str, JsonRoot); 4] = [
     ("tool_args", JsonRoot::ToolArgs),
     ("tool_result", JsonRoot::ToolResult),
     ("params", JsonRoot::Params),
+    ("documents", JsonRoot::Documents),
 ];
 
 impl FieldRef {
@@ -169,8 +183,9 @@ impl FieldRef {
         Err(err(
             "expected a canonical field (command, path, write_path, url, content, query, text, executable, \
              shell, argv, program, redirect, code, decoded, read_path), \
-             an event field (stage, session_id, channel, user_id, message_text, tool_name, model, response_text) \
-             or a path under tool_args, tool_result or params",
+             an event field (stage, session_id, channel, user_id, message_text, tool_name, model, response_text, \
+             memory_key, memory_text, retrieval_query) \
+             or a path under tool_args, tool_result, params or documents",
         ))
     }
 

@@ -198,13 +198,21 @@ impl PreparedEvent {
             }
         };
         let e = &self.event;
-        for s in [&e.message_text, &e.tool_name, &e.model]
-            .into_iter()
-            .flatten()
+        for s in [
+            &e.message_text,
+            &e.tool_name,
+            &e.model,
+            &e.response_text,
+            &e.memory_key,
+            &e.memory_text,
+            &e.query,
+        ]
+        .into_iter()
+        .flatten()
         {
             add(s);
         }
-        for v in [&e.tool_args, &e.tool_result, &e.params] {
+        for v in [&e.tool_args, &e.tool_result, &e.params, &e.documents] {
             each_string(v, &mut add);
         }
         for list in [
@@ -419,6 +427,10 @@ impl PreparedEvent {
                         f(r);
                     }
                     self.joined.iter().for_each(|s| f(s));
+                    for s in [&e.memory_text, &e.query].into_iter().flatten() {
+                        f(s);
+                    }
+                    crate::event::document_texts(&e.documents).for_each(&mut *f);
                 }
             },
             FieldRef::Top(t) => {

@@ -190,6 +190,19 @@ pub fn for_each_source_mut(event: &mut Event, field: &FieldRef, f: &mut dyn FnMu
             if let Some(r) = &mut event.response_text {
                 f(r);
             }
+            for s in [&mut event.memory_text, &mut event.query]
+                .into_iter()
+                .flatten()
+            {
+                f(s);
+            }
+            if let Value::Array(docs) = &mut event.documents {
+                for doc in docs {
+                    if let Some(Value::String(t)) = doc.get_mut("text") {
+                        f(t);
+                    }
+                }
+            }
         }
         FieldRef::Canonical(_) => each_string_mut(&mut event.tool_args, f),
         FieldRef::Top(t) => {
@@ -202,6 +215,9 @@ pub fn for_each_source_mut(event: &mut Event, field: &FieldRef, f: &mut dyn FnMu
                 TopField::ToolName => event.tool_name.as_mut(),
                 TopField::Model => event.model.as_mut(),
                 TopField::ResponseText => event.response_text.as_mut(),
+                TopField::MemoryKey => event.memory_key.as_mut(),
+                TopField::MemoryText => event.memory_text.as_mut(),
+                TopField::RetrievalQuery => event.query.as_mut(),
             };
             if let Some(v) = v {
                 f(v);
@@ -212,6 +228,7 @@ pub fn for_each_source_mut(event: &mut Event, field: &FieldRef, f: &mut dyn FnMu
                 JsonRoot::ToolArgs => &mut event.tool_args,
                 JsonRoot::ToolResult => &mut event.tool_result,
                 JsonRoot::Params => &mut event.params,
+                JsonRoot::Documents => &mut event.documents,
             };
             walk_mut(v, path, f);
         }

@@ -39,6 +39,10 @@ pub struct Report {
     /// `rewrite`): named for what it is.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rewritten_event: Option<Value>,
+    /// `retrieval.after`: the indices of the documents to drop (each one
+    /// the rules would block on its own); `redacted_event` holds the rest.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub drop_documents: Vec<usize>,
     pub elapsed_ms: f64,
     /// Set when evaluation itself failed and `fail_mode` decided the action.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -238,6 +242,7 @@ impl Report {
             redacted,
             redacted_event,
             rewritten_event,
+            drop_documents: Vec::new(),
             elapsed_ms: elapsed.as_secs_f64() * 1000.0,
             failure,
             approval: None,
@@ -266,6 +271,7 @@ impl Report {
             redacted: None,
             redacted_event: None,
             rewritten_event: None,
+            drop_documents: Vec::new(),
             elapsed_ms: elapsed.as_secs_f64() * 1000.0,
             failure: Some(failure),
             approval: None,

@@ -23,15 +23,32 @@ pub enum Stage {
     /// shows it: where output rules (ATR `agent_output`) run.
     #[serde(rename = "response.after")]
     ResponseAfter,
+    /// An agent about to write to its memory or context store
+    /// (`memory_key`, `memory_text`): a memory that says "always run X" is
+    /// persistence, one that carries a secret keeps it for every later run.
+    #[serde(rename = "memory.before")]
+    MemoryBefore,
+    /// A retrieval (RAG) query before it is sent (`query`).
+    #[serde(rename = "retrieval.before")]
+    RetrievalBefore,
+    /// The documents a retrieval returned (`documents`), before they reach
+    /// the model: a poisoned document is an indirect injection, answered by
+    /// dropping that document rather than the whole retrieval.
+    #[serde(rename = "retrieval.after")]
+    RetrievalAfter,
 }
 
 impl Stage {
-    pub const ALL: [Stage; 5] = [
+    /// Eight stages: [`StageSet`] keeps them in one byte.
+    pub const ALL: [Stage; 8] = [
         Stage::MessageBefore,
         Stage::ToolBefore,
         Stage::ToolAfter,
         Stage::ParamsBefore,
         Stage::ResponseAfter,
+        Stage::MemoryBefore,
+        Stage::RetrievalBefore,
+        Stage::RetrievalAfter,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -41,6 +58,9 @@ impl Stage {
             Stage::ToolAfter => "tool.after",
             Stage::ParamsBefore => "params.before",
             Stage::ResponseAfter => "response.after",
+            Stage::MemoryBefore => "memory.before",
+            Stage::RetrievalBefore => "retrieval.before",
+            Stage::RetrievalAfter => "retrieval.after",
         }
     }
 
@@ -59,7 +79,7 @@ impl fmt::Display for Stage {
 /// The error for a stage name that is not one of [`Stage::ALL`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown stage `{0}` (expected one of: message.before, tool.before, tool.after, params.before, response.after)"
+    "unknown stage `{0}` (expected one of: message.before, tool.before, tool.after, params.before, response.after, memory.before, retrieval.before, retrieval.after)"
 )]
 pub struct UnknownStage(pub String);
 

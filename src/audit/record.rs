@@ -88,6 +88,9 @@ pub fn build(entry: &AuditEntry) -> Value {
     put("action", json!(report.action));
     put("would_block", Value::Bool(report.would_block));
     put("matches", Value::Array(matches));
+    if !report.drop_documents.is_empty() {
+        put("drop_documents", json!(report.drop_documents));
+    }
     if let Some(f) = &report.failure {
         put("failure", json!(f));
     }

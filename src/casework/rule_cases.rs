@@ -127,6 +127,16 @@ pub fn event_for_text(rule: &IrRule, rules: &RuleSet, text: &str) -> Result<Valu
                         e.insert("tool_name".into(), json!("mcp_tool"));
                         e.insert("tool_args".into(), json!({ "input": text }));
                     }
+                    Stage::MemoryBefore => {
+                        e.insert("memory_key".into(), json!("note"));
+                        e.insert("memory_text".into(), json!(text));
+                    }
+                    Stage::RetrievalBefore => {
+                        e.insert("query".into(), json!(text));
+                    }
+                    Stage::RetrievalAfter => {
+                        e.insert("documents".into(), json!([{ "text": text }]));
+                    }
                 }
                 stage
             } else {
@@ -152,7 +162,21 @@ pub fn event_for_text(rule: &IrRule, rules: &RuleSet, text: &str) -> Result<Valu
                 JsonRoot::ToolArgs => ("tool_args", tool_stage),
                 JsonRoot::ToolResult => ("tool_result", prefer(&[Stage::ToolAfter])),
                 JsonRoot::Params => ("params", prefer(&[Stage::ParamsBefore])),
+                JsonRoot::Documents => ("documents", prefer(&[Stage::RetrievalAfter])),
             };
+            if *root == JsonRoot::Documents {
+                // One document; it must have a `text` to be a document.
+                let mut doc = match v {
+                    Value::Object(m) => m,
+                    other => {
+                        let mut m = Map::new();
+                        m.insert("text".into(), other);
+                        m
+                    }
+                };
+                doc.entry("text").or_insert_with(|| json!(""));
+                v = json!([Value::Object(doc)]);
+            }
             if *root == JsonRoot::Params && path.is_empty() {
                 v = json!({ "value": text });
             }

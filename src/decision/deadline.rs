@@ -68,13 +68,25 @@ pub const INLINE_BYTES: usize = 16 * 1024;
 /// keys included), stopping early once past `limit`.
 pub fn scanned_bytes(event: &Event, limit: usize) -> usize {
     let mut n = 0usize;
-    for s in [&event.message_text, &event.response_text, &event.tool_name]
-        .into_iter()
-        .flatten()
+    for s in [
+        &event.message_text,
+        &event.response_text,
+        &event.tool_name,
+        &event.memory_key,
+        &event.memory_text,
+        &event.query,
+    ]
+    .into_iter()
+    .flatten()
     {
         n = n.saturating_add(s.len());
     }
-    for v in [&event.tool_args, &event.tool_result, &event.params] {
+    for v in [
+        &event.tool_args,
+        &event.tool_result,
+        &event.params,
+        &event.documents,
+    ] {
         if n > limit {
             break;
         }

@@ -24,6 +24,7 @@
 //! runtime stays the evaluator alone.
 
 pub mod deadline;
+mod documents;
 pub mod feed;
 pub mod origin;
 pub mod pipeline;
@@ -123,6 +124,9 @@ struct Pending {
     /// The evaluation stopped at its deadline ([`deadline`]): the verdict
     /// is incomplete and fail_mode decides.
     timed_out: bool,
+    /// A retrieval the compiled verdict would stop, judged document by
+    /// document ([`documents`]): what to drop for the rest to go on.
+    triage: Option<documents::Triage>,
 }
 
 impl DecisionService {
@@ -481,6 +485,7 @@ impl DecisionService {
             prepared,
             verdict,
             panicked,
+            triage,
             ..
         } = pending;
         let monitor = self.settings.server.monitor;
@@ -517,6 +522,21 @@ impl DecisionService {
                     Report::decide(engine, &prepared, &verdict, &conclusion, started.elapsed())
                 }));
                 match built {
+                    // The documents' verdicts stand for the compiled rules
+                    // only: a late (SQL) rule's match or a failure keeps
+                    // the whole verdict.
+                    Ok(report)
+                        if documents::flags(&report)
+                            && !monitor
+                            && late.is_empty()
+                            && report.failure.is_none()
+                            && triage.is_some() =>
+                    {
+                        match triage {
+                            Some(t) => t.apply(&prepared.event, started.elapsed()),
+                            None => report,
+                        }
+                    }
                     Ok(report) => report,
                     Err(panic) => self.failed("internal", panic_message(panic), started),
                 }
@@ -928,10 +948,13 @@ fn evaluate(
         let owned = verdict.to_owned_verdict();
         scratch.set_deadline(None);
         current.put_scratch(scratch);
-        Some((owned, request, route))
+        let triage = documents::wanted(&prepared.event, owned.action)
+            .then(|| documents::triage(&current, &prepared.event, stop))
+            .flatten();
+        Some((owned, request, route, triage))
     }));
     match outcome {
-        Ok(Some((verdict, request, route))) => Pending {
+        Ok(Some((verdict, request, route, triage))) => Pending {
             current,
             prepared,
             verdict: Some(verdict),
@@ -939,6 +962,7 @@ fn evaluate(
             route,
             panicked: None,
             timed_out: false,
+            triage,
         },
         Ok(None) => Pending {
             current,
@@ -948,6 +972,7 @@ fn evaluate(
             route: Route::Skip,
             panicked: None,
             timed_out: true,
+            triage: None,
         },
         Err(panic) => Pending {
             current,
@@ -957,6 +982,7 @@ fn evaluate(
             route: Route::Skip,
             panicked: Some(panic_message(panic)),
             timed_out: false,
+            triage: None,
         },
     }
 }

@@ -59,15 +59,24 @@ pub fn event_within(plain: &Plain, max_depth: usize, max_string: usize) -> bool 
         &e.tool_name,
         &e.model,
         &e.response_text,
+        &e.memory_key,
+        &e.memory_text,
+        &e.query,
     ];
     // `stage` parsed only if it was exactly a stage's name.
     e.stage.as_str().len() <= max_string
         && strings
             .iter()
             .all(|s| s.as_ref().is_none_or(|s| s.len() <= max_string))
-        && [&e.tool_args, &e.tool_result, &e.params, &e.metadata]
-            .iter()
-            .all(|v| within(v, 2, max_depth, max_string))
+        && [
+            &e.tool_args,
+            &e.tool_result,
+            &e.params,
+            &e.metadata,
+            &e.documents,
+        ]
+        .iter()
+        .all(|v| within(v, 2, max_depth, max_string))
 }
 
 /// Whether `v` (at `depth`) keeps to the limits: the same conditions as

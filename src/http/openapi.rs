@@ -664,6 +664,10 @@ fn components() -> Value {
                         matched text replaced by [REDACTED] (redact)."},
                     "rewritten_event": {"type": "object", "description": "The event as a \
                         rule's transforms rewrote it."},
+                    "drop_documents": {"type": "array", "items": {"type": "integer",
+                        "minimum": 0}, "description": "retrieval.after: the indices (in \
+                        the event's `documents`) of the documents to drop; the rest go \
+                        on (`redacted_event` holds them, without the dropped ones)."},
                     "elapsed_ms": {"type": "number"},
                     "failure": schema("EvaluationFailure"),
                     "approval": schema("ApprovalTicket")
@@ -829,6 +833,33 @@ fn event_field(field: &str, stages: &[&str]) -> Value {
         "params" => json!({"type": "object", "description": "Model parameters (params.before)."}),
         "metadata" => any("Free-form caller data, kept but never scanned."),
         "response_text" => text("The model's output (response.after)."),
+        "memory_key" => text("The key a memory is written under (memory.before)."),
+        "memory_text" => text(
+            "The text an agent is about to write to its memory or context store \
+             (memory.before); a redact verdict rewrites it in `redacted_event`.",
+        ),
+        "query" => text(
+            "A retrieval (RAG) query (retrieval.before, retrieval.after); rules read it \
+             as the field `retrieval_query`.",
+        ),
+        "documents" => json!({
+            "type": "array",
+            "description": "The documents a retrieval returned (retrieval.after). A \
+                document the rules would block is dropped instead of the whole \
+                retrieval: the answer is `redact` with its index in `drop_documents`.",
+            "items": {
+                "type": "object",
+                "required": ["text"],
+                "additionalProperties": false,
+                "properties": {
+                    "text": {"type": "string"},
+                    "source": {"type": "string"},
+                    "score": {"type": "number"},
+                    "id": {"oneOf": [{"type": "string"}, {"type": "number"}]},
+                    "metadata": {"description": "Kept, never scanned."}
+                }
+            }
+        }),
         _ => json!({"description": "An event field."}),
     }
 }

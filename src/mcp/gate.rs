@@ -3,7 +3,9 @@
 //! the message.
 //!
 //! - `tools/call` request → `tool.before`; its result → `tool.after`;
-//! - `resources/read` and `prompts/get` results → `tool.after`;
+//! - `resources/read` results → `retrieval.after`, each of the contents a
+//!   document (a poisoned one is withheld, the others go on);
+//! - `prompts/get` results → `tool.after`;
 //! - every tool of a `tools/list` result → `params.before` with
 //!   `params.tools` (the shipped and ATR tool-poisoning rules read it), and
 //!   the rug-pull check (a tool's definition changed within the session);
@@ -16,6 +18,7 @@
 //! order the messages came.
 
 use super::jsonrpc::{id_key, Kind, Message};
+use super::memory;
 use crate::decision::{DecisionService, Door, Origin};
 use crate::settings::PoisonedTools;
 use parallax_runtime::{Event, FailMode, Report};
@@ -166,7 +169,7 @@ impl Gate {
             }
             Pending::Read { args } => {
                 let name = self.tool_name("resources/read");
-                self.result(msg, result, &name, args, "MCP resource").await
+                self.read(msg, result, &name, args).await
             }
             Pending::Prompt { args } => {
                 let name = self.tool_name("prompts/get");
@@ -264,29 +267,81 @@ impl Gate {
             "tool_args": args,
             "metadata": {"mcp": {"method": "tools/call", "tool": tool}},
         });
-        let args = match self.decide(event, &what).await {
-            Decision::Pass => args,
+        let (mut args, mut rewritten) = match self.decide(event, &what).await {
+            Decision::Pass => (args, false),
             Decision::Refuse(text) => return Verdict::Answer(refusal(id, params, &text)),
-            Decision::Redact(event) => {
-                let new_args = event.get("tool_args").cloned().unwrap_or(Value::Null);
-                let mut body = msg.body.clone();
-                if let Some(Value::Object(p)) = body.get_mut("params") {
-                    p.insert("arguments".into(), new_args.clone());
-                }
-                inflight.lock().insert(
-                    id_key(id),
-                    Pending::Call {
-                        tool,
-                        args: new_args,
-                    },
-                );
-                return Verdict::Rewrite(Value::Object(body));
+            Decision::Redact(event) | Decision::Drop { event, .. } => {
+                (event.get("tool_args").cloned().unwrap_or(Value::Null), true)
             }
+        };
+        if memory::is_memory_write(&tool, &self.service.settings.mcp.memory_tools) {
+            match self.memory_write(&name, &args).await {
+                MemoryOutcome::Stored => {}
+                MemoryOutcome::Refused(text) => return Verdict::Answer(refusal(id, params, &text)),
+                MemoryOutcome::Rewritten(new_args) => {
+                    args = new_args;
+                    rewritten = true;
+                }
+            }
+        }
+        let verdict = if rewritten {
+            let mut body = msg.body.clone();
+            if let Some(Value::Object(p)) = body.get_mut("params") {
+                p.insert("arguments".into(), args.clone());
+            }
+            Verdict::Rewrite(Value::Object(body))
+        } else {
+            Verdict::Forward
         };
         inflight
             .lock()
             .insert(id_key(id), Pending::Call { tool, args });
-        Verdict::Forward
+        verdict
+    }
+
+    /// A call to a memory server's write tool, also judged as what it is:
+    /// `memory.before`, the key the tool's name, the text every string of
+    /// its arguments (an entity's observations, a memory's content). A
+    /// rewrite is made leaf by leaf — each string judged alone — so the
+    /// arguments keep their shape.
+    async fn memory_write(&self, name: &str, args: &Value) -> MemoryOutcome {
+        let what = format!("memory write {name}");
+        let event = |text: String| {
+            json!({
+                "stage": "memory.before",
+                "memory_key": name,
+                "memory_text": text,
+                "metadata": {"mcp": {"method": "tools/call", "tool": name}},
+            })
+        };
+        let whole = memory::texts(args).join("\n");
+        match self.decide(event(whole), &what).await {
+            Decision::Pass => MemoryOutcome::Stored,
+            Decision::Refuse(text) => MemoryOutcome::Refused(text),
+            Decision::Redact(_) | Decision::Drop { .. } => {
+                let mut new_args = args.clone();
+                let mut leaves = Vec::new();
+                memory::leaves_mut(&mut new_args, &mut |s| leaves.push(s.clone()));
+                let mut rewritten = Vec::with_capacity(leaves.len());
+                for leaf in leaves {
+                    rewritten.push(match self.decide(event(leaf.clone()), &what).await {
+                        Decision::Refuse(text) => return MemoryOutcome::Refused(text),
+                        Decision::Redact(e) | Decision::Drop { event: e, .. } => e
+                            .get("memory_text")
+                            .and_then(Value::as_str)
+                            .map_or(leaf, str::to_string),
+                        Decision::Pass => leaf,
+                    });
+                }
+                let mut next = rewritten.into_iter();
+                memory::leaves_mut(&mut new_args, &mut |s| {
+                    if let Some(r) = next.next() {
+                        *s = r;
+                    }
+                });
+                MemoryOutcome::Rewritten(new_args)
+            }
+        }
     }
 
     /// A result to show the model (`tools/call`, `resources/read`,
@@ -311,15 +366,126 @@ impl Gate {
         let replacement = match self.decide(event, &format!("{what} {name}")).await {
             Decision::Pass => return Verdict::Forward,
             Decision::Refuse(text) => withheld_result(result, &args, &text),
-            Decision::Redact(event) => match event.get("tool_result") {
-                Some(Value::Object(r)) => r.clone(),
-                _ => return Verdict::Forward,
-            },
+            Decision::Redact(event) | Decision::Drop { event, .. } => {
+                match event.get("tool_result") {
+                    Some(Value::Object(r)) => r.clone(),
+                    _ => return Verdict::Forward,
+                }
+            }
         };
         let mut replacement = replacement;
         if let Some(meta) = meta {
             replacement.insert("_meta".into(), meta);
         }
+        let mut body = msg.body.clone();
+        body.insert("result".into(), Value::Object(replacement));
+        Verdict::Rewrite(Value::Object(body))
+    }
+
+    /// A `resources/read` result: `retrieval.after`, each of its contents a
+    /// document (its `text`, or its base64 `blob`, which the decoders
+    /// read; its `uri` the source). A dropped content is replaced by a
+    /// note saying it was withheld and why (the model must not take a
+    /// missing part for the whole), a redacted text is rewritten, a blob
+    /// a rule rewrote is withheld (rewritten base64 is no longer the
+    /// file); a refusal withholds the whole resource.
+    async fn read(
+        &self,
+        msg: &Message,
+        result: &Map<String, Value>,
+        name: &str,
+        args: Value,
+    ) -> Verdict {
+        let Some(contents) = result
+            .get("contents")
+            .and_then(Value::as_array)
+            .filter(|c| !c.is_empty() && c.iter().all(Value::is_object))
+        else {
+            return self.result(msg, result, name, args, "MCP resource").await;
+        };
+        let documents: Vec<Value> = contents
+            .iter()
+            .map(|c| {
+                let text = c
+                    .get("text")
+                    .or_else(|| c.get("blob"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                let mut doc = json!({ "text": text });
+                if let Some(uri) = c.get("uri").and_then(Value::as_str) {
+                    doc["source"] = json!(uri);
+                }
+                doc
+            })
+            .collect();
+        let mut event = json!({
+            "stage": "retrieval.after",
+            "documents": documents,
+            "metadata": {"mcp": {"method": "resources/read", "tool": name}},
+        });
+        if let Some(uri) = args.get("uri").and_then(Value::as_str) {
+            event["query"] = json!(uri);
+        }
+        let what = format!("MCP resource {name}");
+        let (kept, dropped, why) = match self.decide(event, &what).await {
+            Decision::Pass => return Verdict::Forward,
+            Decision::Refuse(text) => {
+                let mut body = msg.body.clone();
+                body.insert(
+                    "result".into(),
+                    Value::Object(withheld_result(result, &args, &text)),
+                );
+                return Verdict::Rewrite(Value::Object(body));
+            }
+            Decision::Redact(event) => (event, Vec::new(), String::new()),
+            Decision::Drop {
+                event,
+                dropped,
+                why,
+            } => (event, dropped, why),
+        };
+        let kept_docs = kept
+            .get("documents")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let mut kept_docs = kept_docs.into_iter();
+        let withheld = |c: &Value, text: String| {
+            json!({"uri": c.get("uri").cloned().unwrap_or(json!("")), "mimeType": "text/plain",
+                   "text": text})
+        };
+        let rewritten: Vec<Value> = contents
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                if dropped.contains(&i) {
+                    return withheld(
+                        c,
+                        format!("Parallax withheld this part of the resource: {why}"),
+                    );
+                }
+                let Some(new_text) = kept_docs
+                    .next()
+                    .and_then(|d| d.get("text").and_then(Value::as_str).map(str::to_string))
+                else {
+                    return c.clone();
+                };
+                let mut c = c.clone();
+                if c.get("text").is_some() {
+                    c["text"] = json!(new_text);
+                } else if c.get("blob").and_then(Value::as_str) != Some(new_text.as_str()) {
+                    return withheld(
+                        &c,
+                        "Parallax withheld this binary part of the resource: a secret in it \
+                         was redacted."
+                            .into(),
+                    );
+                }
+                c
+            })
+            .collect();
+        let mut replacement = result.clone();
+        replacement.insert("contents".into(), Value::Array(rewritten));
         let mut body = msg.body.clone();
         body.insert("result".into(), Value::Object(replacement));
         Verdict::Rewrite(Value::Object(body))
@@ -428,6 +594,13 @@ impl Gate {
     }
 }
 
+/// What judging a memory write decided.
+enum MemoryOutcome {
+    Stored,
+    Refused(String),
+    Rewritten(Value),
+}
+
 /// What one decision asks of the gate.
 #[derive(Debug)]
 enum Decision {
@@ -437,6 +610,13 @@ enum Decision {
     Refuse(String),
     /// The event with the matches rewritten.
     Redact(Value),
+    /// A retrieval's documents: these dropped, the rest (as `event`'s
+    /// `documents`, in order, rewritten where a rule redacted) go on.
+    Drop {
+        event: Value,
+        dropped: Vec<usize>,
+        why: String,
+    },
 }
 
 impl Decision {
@@ -446,6 +626,11 @@ impl Decision {
         match report.action.as_str() {
             "allow" | "detect" => Decision::Pass,
             "redact" => match &report.redacted_event {
+                Some(event) if !report.drop_documents.is_empty() => Decision::Drop {
+                    event: event.clone(),
+                    dropped: report.drop_documents.clone(),
+                    why: reasons(report),
+                },
                 Some(event) => Decision::Redact(event.clone()),
                 None => Decision::Pass,
             },

@@ -7,6 +7,7 @@
 //!   reading newline-delimited messages with a size bound;
 //! - [`gate`]: which messages become events for the decision service
 //!   (`Door::Mcp`), and what each outcome does to the message;
+//! - [`memory`]: which tool calls are memory writes (`memory.before`);
 //! - [`relay`]: one message or batch through the gate, in order.
 //!
 //! It is a relay of its own on serde_json, not the `rmcp` SDK: the gateway
@@ -18,5 +19,6 @@
 pub mod gate;
 pub mod http;
 pub mod jsonrpc;
+pub mod memory;
 pub mod relay;
 pub mod stdio;

@@ -502,6 +502,10 @@ pub struct McpSettings {
     /// event) read from either side; a larger one is answered with an
     /// error and never forwarded.
     pub max_message_bytes: usize,
+    /// Tools (their names on the server, without the `mcp__<server>__`
+    /// prefix) whose calls are memory writes, judged at `memory.before`
+    /// as well, beside the ones recognised by name (`src/mcp/memory.rs`).
+    pub memory_tools: Vec<String>,
 }
 
 /// [`McpSettings::poisoned_tools`].
@@ -520,6 +524,7 @@ impl Default for McpSettings {
         McpSettings {
             poisoned_tools: PoisonedTools::Remove,
             max_message_bytes: 64 * 1024 * 1024,
+            memory_tools: Vec::new(),
         }
     }
 }

@@ -1,0 +1,165 @@
+//! Dropping the poisoned documents of a retrieval instead of refusing it.
+//!
+//! A retrieval (`retrieval.after`) brings back several documents, usually
+//! from sources nobody on the agent's side wrote. When one of them carries
+//! an injection, refusing the whole retrieval punishes the agent for one
+//! bad page and tells the attacker their page is being read; dropping that
+//! page lets the agent go on with the rest, and costs it little. So at
+//! `retrieval.after` a document is *flagged* when a rule that judges
+//! (`detect`, `approve` or `block`, not in monitor mode) matches it — a
+//! redaction rule only rewrites — and when the compiled verdict on a
+//! retrieval has such a rule, each document is judged alone:
+//! - a flagged document is dropped;
+//! - the documents left are judged together again (an attack split across
+//!   two documents is a match only when they are read together), and if
+//!   none is flagged, the answer is `redact` (at least) with
+//!   `drop_documents` naming the dropped ones and `redacted_event` holding
+//!   the rest (with their own redactions, if any);
+//! - if nothing is dropped (the query, or documents only together, make
+//!   the match) or what is left is still flagged, the whole verdict stands.
+//!
+//! Only matching retrievals pay for this (the common case is one scan);
+//! the work is one scan per document plus one of the rest, under the same
+//! deadline as the first evaluation: past it the whole verdict stands, so a
+//! deadline can never let a poisoned document through.
+
+use super::rules_in_force::RulesInForce;
+use parallax_runtime::{Action, Event, PreparedEvent, Report, RuleResult, Stage};
+use serde_json::Value;
+use std::time::Duration;
+
+/// What judging the documents one by one found: which to drop and the
+/// verdict on the rest.
+#[derive(Debug)]
+pub(super) struct Triage {
+    /// Indices into the event's `documents`, ascending.
+    drop: Vec<usize>,
+    /// The rules each dropped document matched, reasons naming it.
+    dropped: Vec<RuleResult>,
+    /// The verdict on the documents left, judged together.
+    rest: Report,
+}
+
+/// Whether an event's verdict calls for judging its documents one by one.
+pub(super) fn wanted(event: &Event, action: Action) -> bool {
+    event.stage == Stage::RetrievalAfter
+        && action >= Action::Detect
+        && event.documents.as_array().is_some_and(|d| !d.is_empty())
+}
+
+/// Whether a report has a rule that judges the text (not a redaction, not
+/// in monitor mode): what drops a document.
+pub(super) fn flags(report: &Report) -> bool {
+    report
+        .results
+        .iter()
+        .any(|r| !r.monitor && matches!(r.action, Action::Detect | Action::Approve | Action::Block))
+}
+
+/// Judges each document of `event` alone, then the rest together; `None`
+/// when the whole verdict must stand (nothing droppable, the rest still
+/// stops, or the deadline passed).
+pub(super) fn triage(
+    current: &RulesInForce,
+    event: &Event,
+    stop: Option<std::time::Instant>,
+) -> Option<Triage> {
+    let docs = event.documents.as_array()?;
+    let engine = &current.engine;
+    let mut scratch = current.take_scratch();
+    scratch.set_deadline(stop);
+    let mut judge = |e: Event| -> Option<Report> {
+        let prepared = PreparedEvent::new(e);
+        engine.evaluate(&prepared, &mut scratch);
+        if scratch.timed_out() {
+            return None;
+        }
+        let verdict = scratch.verdict();
+        Some(Report::build(engine, &prepared, &verdict, Duration::ZERO))
+    };
+    let mut drop = Vec::new();
+    let mut dropped = Vec::new();
+    let mut outcome = Some(());
+    for (i, doc) in docs.iter().enumerate() {
+        let mut one = event.clone();
+        one.query = None;
+        one.documents = Value::Array(vec![doc.clone()]);
+        let Some(report) = judge(one) else {
+            outcome = None;
+            break;
+        };
+        if flags(&report) {
+            drop.push(i);
+            for mut r in report.results {
+                r.reason = format!("document {i} dropped: {}", r.reason);
+                dropped.push(r);
+            }
+        }
+    }
+    let rest = match (outcome, drop.is_empty()) {
+        (Some(()), false) => {
+            let mut rest = event.clone();
+            rest.documents = Value::Array(
+                docs.iter()
+                    .enumerate()
+                    .filter(|(i, _)| !drop.contains(i))
+                    .map(|(_, d)| d.clone())
+                    .collect(),
+            );
+            judge(rest).filter(|r| !flags(r))
+        }
+        _ => None,
+    };
+    scratch.set_deadline(None);
+    current.put_scratch(scratch);
+    Some(Triage {
+        drop,
+        dropped,
+        rest: rest?,
+    })
+}
+
+impl Triage {
+    /// The answer with the dropped documents taken out: the rest's verdict,
+    /// at least `redact`, the dropped documents' rules first.
+    pub(super) fn apply(self, event: &Event, elapsed: Duration) -> Report {
+        let Triage {
+            drop,
+            dropped,
+            rest,
+        } = self;
+        let mut results = dropped;
+        results.extend(rest.results);
+        let reasons = results
+            .iter()
+            .map(|r| format!("{}: {}", r.rule_id, r.reason))
+            .collect();
+        let redacted_event = rest.redacted_event.unwrap_or_else(|| {
+            let mut kept = event.clone();
+            if let Value::Array(docs) = &mut kept.documents {
+                let mut i = 0;
+                docs.retain(|_| {
+                    let keep = !drop.contains(&i);
+                    i += 1;
+                    keep
+                });
+            }
+            kept.to_value()
+        });
+        Report {
+            action: rest.action.max(Action::Redact),
+            blocked: false,
+            would_block: false,
+            reasons,
+            results,
+            redacted: rest.redacted,
+            redacted_event: Some(redacted_event),
+            rewritten_event: rest.rewritten_event,
+            drop_documents: drop,
+            elapsed_ms: elapsed.as_secs_f64() * 1000.0,
+            failure: None,
+            approval: None,
+            held_rewrite: None,
+        }
+    }
+}
