@@ -1,7 +1,24 @@
 // Types of parallax-client (index.js). The shapes follow docs/openapi.json.
 
 /** Where in an agent's lifecycle an event was sent from. */
-export type Stage = "message.before" | "tool.before" | "tool.after" | "params.before" | "response.after";
+export type Stage =
+  | "message.before"
+  | "tool.before"
+  | "tool.after"
+  | "params.before"
+  | "response.after"
+  | "memory.before"
+  | "retrieval.before"
+  | "retrieval.after";
+
+/** One retrieved document (`retrieval.after`). */
+export interface RetrievedDocument {
+  text: string;
+  source?: string;
+  score?: number;
+  id?: string | number;
+  metadata?: unknown;
+}
 
 /** A verdict, weakest first. */
 export type Action = "allow" | "detect" | "redact" | "approve" | "block";
@@ -25,6 +42,10 @@ export interface Event {
   params?: Record<string, unknown>;
   metadata?: unknown;
   response_text?: string;
+  memory_key?: string;
+  memory_text?: string;
+  query?: string;
+  documents?: RetrievedDocument[];
 }
 
 /** One rule that matched. */
@@ -81,6 +102,8 @@ export interface RawDecision {
   redacted?: string;
   redacted_event?: Event;
   rewritten_event?: Event;
+  /** `retrieval.after`: the indices of the documents to leave out. */
+  drop_documents?: number[];
   elapsed_ms: number;
   failure?: EvaluationFailure;
   approval?: ApprovalTicket;
@@ -139,6 +162,10 @@ export declare class Decision {
   readonly results: RuleResult[];
   /** The event as it should go on (a redaction or a rule's transforms). */
   readonly rewrittenEvent: Event | null;
+  /** `retrieval.after`: the indices of the documents to leave out. */
+  readonly dropDocuments: number[];
+  /** `documents` without the dropped ones, in their order. */
+  kept<T>(documents: readonly T[]): T[];
   readonly approval: ApprovalTicket | null;
   readonly failure: EvaluationFailure | null;
   readonly elapsedMs: number;
@@ -179,6 +206,14 @@ export declare class Parallax {
   checkTool(name: string, args?: unknown, options?: EventContext & { wait?: number }): Promise<Decision>;
   checkMessage(text: string, options?: EventContext): Promise<Decision>;
   checkResult(name: string, result: unknown, options?: EventContext & { args?: unknown }): Promise<Decision>;
+  /** Text about to be written to the agent's memory (`memory.before`). */
+  checkMemory(text: string, options?: EventContext & { key?: string }): Promise<Decision>;
+  /** A retrieval query (`retrieval.before`), or with `documents` what it returned (`retrieval.after`). */
+  checkRetrieval(
+    query: string | undefined,
+    documents?: Array<RetrievedDocument | string>,
+    options?: EventContext,
+  ): Promise<Decision>;
   health(): Promise<Health>;
   metrics(): Promise<string>;
   reload(): Promise<{ status: "reloaded"; reload: Record<string, unknown> }>;

@@ -81,11 +81,21 @@ export class Decision {
     this.results = Array.isArray(r.results) ? r.results : [];
     // A redaction or a rule's transforms: the event as it should go on.
     this.rewrittenEvent = r.rewritten_event ?? r.redacted_event ?? null;
+    /** `retrieval.after`: the indices of the documents to leave out. */
+    this.dropDocuments = Array.isArray(r.drop_documents)
+      ? r.drop_documents.filter((i) => Number.isInteger(i) && i >= 0)
+      : [];
     this.approval = r.approval ?? null;
     this.failure = r.failure ?? null;
     this.elapsedMs = typeof r.elapsed_ms === "number" ? r.elapsed_ms : 0;
     /** Set on the allow a `failClosed: false` client answers while the server is down. */
     this.unavailable = r.unavailable === true;
+  }
+
+  /** `documents` (as sent for `retrieval.after`) without the dropped ones, in their order. */
+  kept(documents) {
+    const dropped = new Set(this.dropDocuments);
+    return documents.filter((_, i) => !dropped.has(i));
   }
 
   /** parlok's four kinds: allow (detect included), rewrite, approve (still held), deny. */
@@ -213,6 +223,28 @@ export class Parallax {
         options,
       ),
     );
+  }
+
+  /** Text about to be written to the agent's memory (`memory.before`). */
+  checkMemory(text, options = {}) {
+    const event = { stage: "memory.before", memory_text: text };
+    if (options.key !== undefined) event.memory_key = options.key;
+    return this.evaluate(withContext(event, options));
+  }
+
+  /**
+   * A retrieval query before it is sent (`retrieval.before`), or with
+   * `documents` (strings or `{text, source, score, id, metadata}`) what it
+   * returned (`retrieval.after`): `decision.dropDocuments` names the ones to
+   * leave out, `decision.kept(documents)` gives the rest.
+   */
+  checkRetrieval(query, documents, options = {}) {
+    const event = { stage: documents === undefined ? "retrieval.before" : "retrieval.after" };
+    if (query !== undefined) event.query = query;
+    if (documents !== undefined) {
+      event.documents = documents.map((d) => (typeof d === "string" ? { text: d } : d));
+    }
+    return this.evaluate(withContext(event, options));
   }
 
   /** `GET /health`. */

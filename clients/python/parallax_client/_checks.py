@@ -12,7 +12,8 @@ from .decision import Decision
 
 
 class SyncChecks:
-    """``check_tool``, ``check_message``, ``check_result`` over a blocking
+    """``check_tool``, ``check_message``, ``check_result``, ``check_memory``,
+    ``check_retrieval`` over a blocking
     ``evaluate``; the class supplies ``evaluate`` and ``session_id``."""
 
     session_id: str | None
@@ -54,6 +55,38 @@ class SyncChecks:
         """Asks about what tool ``name`` returned before the model sees it (``tool.after``)."""
         return self.evaluate(
             events.result_event(name, result, args=args, session_id=self._session(session_id), metadata=metadata)
+        )
+
+    def check_memory(
+        self,
+        text: str,
+        *,
+        key: str | None = None,
+        session_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Decision:
+        """Asks about ``text`` about to be written to the agent's memory
+        (``memory.before``). On ``redact``, store
+        ``decision.rewritten_event["memory_text"]`` instead."""
+        return self.evaluate(
+            events.memory_event(text, key=key, session_id=self._session(session_id), metadata=metadata)
+        )
+
+    def check_retrieval(
+        self,
+        query: str | None,
+        documents: Any = None,
+        *,
+        session_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Decision:
+        """Asks about a retrieval query before it is sent
+        (``retrieval.before``), or, with ``documents``, about what it
+        brought back (``retrieval.after``): ``decision.drop_documents``
+        names the documents to leave out and ``decision.kept(documents)``
+        gives the rest."""
+        return self.evaluate(
+            events.retrieval_event(query, documents, session_id=self._session(session_id), metadata=metadata)
         )
 
 
@@ -101,4 +134,30 @@ class AsyncChecks:
         """See :meth:`SyncChecks.check_result`."""
         return await self.evaluate(
             events.result_event(name, result, args=args, session_id=self._session(session_id), metadata=metadata)
+        )
+
+    async def check_memory(
+        self,
+        text: str,
+        *,
+        key: str | None = None,
+        session_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Decision:
+        """See :meth:`SyncChecks.check_memory`."""
+        return await self.evaluate(
+            events.memory_event(text, key=key, session_id=self._session(session_id), metadata=metadata)
+        )
+
+    async def check_retrieval(
+        self,
+        query: str | None,
+        documents: Any = None,
+        *,
+        session_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Decision:
+        """See :meth:`SyncChecks.check_retrieval`."""
+        return await self.evaluate(
+            events.retrieval_event(query, documents, session_id=self._session(session_id), metadata=metadata)
         )

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence, TypeVar
 
 from .errors import ProtocolError
+
+T = TypeVar("T")
 
 ACTIONS = ("allow", "detect", "redact", "approve", "block")
 
@@ -113,6 +115,9 @@ class Decision:
     """For ``redact``: the event as it may go on (``rewritten_event``, else ``redacted_event``)."""
     approval: Approval | None = None
     elapsed_ms: float = 0.0
+    drop_documents: list[int] = field(default_factory=list)
+    """``retrieval.after``: the indices of the documents to leave out (the
+    rest go on; :meth:`kept` applies it)."""
     failure: Mapping[str, Any] | None = None
     """Set when the server could not evaluate and its ``fail_mode`` decided
     (or, with ``fail_closed=False``, when the server was unreachable)."""
@@ -159,6 +164,23 @@ class Decision:
             return ""
         return self.reasons[-1] if self.action == "block" else self.reasons[0]
 
+    def kept(self, documents: Sequence[T]) -> list[T]:
+        """``documents`` (as sent for ``retrieval.after``) without the ones
+        :attr:`drop_documents` names, in their order."""
+        dropped = set(self.drop_documents)
+        return [d for i, d in enumerate(documents) if i not in dropped]
+
+    def kept_texts(self) -> list[str] | None:
+        """The text of each kept document as it may go on (redacted where a
+        rule rewrote it), in order; ``None`` when nothing was rewritten or
+        dropped."""
+        if self.rewritten_event is None:
+            return None
+        docs = self.rewritten_event.get("documents")
+        if not isinstance(docs, list):
+            return None
+        return [str(d.get("text", "")) if isinstance(d, Mapping) else "" for d in docs]
+
     @classmethod
     def from_json(cls, v: Any) -> Decision:
         """Reads ``POST /evaluate``'s answer; :class:`ProtocolError` when it is not one."""
@@ -172,6 +194,9 @@ class Decision:
             raise ProtocolError("the verdict's `results` must be a list")
         rewritten = v.get("rewritten_event") or v.get("redacted_event")
         approval = v.get("approval")
+        dropped = v.get("drop_documents") or []
+        if not isinstance(dropped, list) or not all(isinstance(i, int) and i >= 0 for i in dropped):
+            raise ProtocolError("the verdict's `drop_documents` must be a list of document indices")
         return cls(
             action=action,
             reasons=[str(r) for r in v.get("reasons") or []],
@@ -179,6 +204,7 @@ class Decision:
             rewritten_event=dict(rewritten) if isinstance(rewritten, Mapping) else None,
             approval=Approval.from_json(approval) if approval is not None else None,
             elapsed_ms=float(v.get("elapsed_ms") or 0.0),
+            drop_documents=list(dropped),
             failure=v.get("failure"),
             raw=dict(v),
         )
