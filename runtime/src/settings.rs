@@ -27,7 +27,7 @@ pub type FrontDoorSections = BTreeMap<String, serde_json::Value>;
 
 /// The top-level config keys that are front-door sections (checked by the
 /// binary, carried here as written).
-pub const FRONT_DOOR_KEYS: [&str; 8] = [
+pub const FRONT_DOOR_KEYS: [&str; 9] = [
     "server",
     "reporting",
     "proxy",
@@ -36,6 +36,7 @@ pub const FRONT_DOOR_KEYS: [&str; 8] = [
     "reload",
     "telemetry",
     "budgets",
+    "store",
 ];
 
 /// What to answer when evaluation cannot complete.

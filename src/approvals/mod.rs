@@ -7,7 +7,9 @@
 //!                                            (deny unless it says allow)
 //!
 //! [`store`] keeps every approval in SQLite (a file by default, so pending
-//! approvals and their deadlines survive a restart). Each transition is an
+//! approvals and their deadlines survive a restart) or, for a fleet, in
+//! PostgreSQL (`store.postgres`), where every replica sees every approval
+//! and a decision through one wakes the call held on another. Each transition is an
 //! audit line (`kind: approval`) and a metric; waiters (`?wait=SECONDS`)
 //! are woken by any transition and re-read the record, so a missed wake-up
 //! costs at most a re-check, never a lost decision. An approver
@@ -20,12 +22,12 @@ pub mod store;
 
 use crate::audit::AuditLog;
 use crate::metrics::Metrics;
-use crate::settings::ApprovalsSettings;
+use crate::settings::{ApprovalsSettings, StoreSettings};
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-pub use store::{Approval, ApprovalStore, NewApproval, Status, StoreError};
+pub use store::{Approval, ApprovalBackend, NewApproval, Status, StoreError};
 use tokio::sync::Notify;
 
 /// Seconds since the epoch.
@@ -61,8 +63,9 @@ pub enum DecideError {
 
 pub struct Approvals {
     /// Shared with the notifiers, which keep where a Slack card is.
-    store: Arc<Mutex<ApprovalStore>>,
-    changed: Notify,
+    store: Arc<dyn ApprovalBackend>,
+    /// Woken by every transition, here or (PostgreSQL) on another replica.
+    changed: Arc<Notify>,
     pub settings: ApprovalsSettings,
     metrics: Arc<Metrics>,
     /// The webhook and Slack notifiers, when configured ([`notify`]).
@@ -75,9 +78,11 @@ pub struct Approvals {
 impl Approvals {
     pub fn open(
         settings: &ApprovalsSettings,
+        shared: &StoreSettings,
         metrics: Arc<Metrics>,
     ) -> Result<Approvals, StoreError> {
-        let store = Arc::new(Mutex::new(ApprovalStore::open(&settings.path)?));
+        let changed = Arc::new(Notify::new());
+        let store = store::open(&settings.path, shared, changed.clone())?;
         let notify_counts = Arc::new(notify::Counts::default());
         let notifiers = notify::Notifiers::start(settings, store.clone(), notify_counts.clone());
         if notifiers.is_some() {
@@ -85,7 +90,7 @@ impl Approvals {
         }
         Ok(Approvals {
             store,
-            changed: Notify::new(),
+            changed,
             settings: settings.clone(),
             metrics,
             notifiers,
@@ -152,14 +157,13 @@ impl Approvals {
         }
     }
 
-    fn with_store<R>(&self, f: impl FnOnce(&ApprovalStore) -> R) -> R {
-        let guard = match self.store.lock() {
-            Ok(g) => g,
-            // A panic while holding the lock leaves SQLite consistent (each
-            // statement is atomic): go on with it.
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        f(&guard)
+    fn with_store<R>(&self, f: impl FnOnce(&dyn ApprovalBackend) -> R) -> R {
+        f(self.store.as_ref())
+    }
+
+    /// Which store keeps the approvals (`sqlite`, `postgres`).
+    pub fn store_kind(&self) -> &'static str {
+        self.store.kind()
     }
 
     /// A fresh approval id: time, process and a counter, hashed so ids do
@@ -206,6 +210,7 @@ impl Approvals {
                 p.on_approval(a);
             }
         }
+        self.store.announce(&a.id);
         self.changed.notify_waiters();
     }
 

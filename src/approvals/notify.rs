@@ -29,7 +29,7 @@
 //! outcome}` counts what was sent, what failed after its retries and what
 //! a full queue dropped.
 
-use super::{rfc3339, ticket, Approval, ApprovalStore, Status};
+use super::{rfc3339, ticket, Approval, ApprovalBackend, Status};
 use crate::metrics::MetricsSource;
 use crate::settings::ApprovalsSettings;
 use crate::webhook::{self, OutboundClient, Queue, RetryPolicy, Submitted};
@@ -112,7 +112,7 @@ fn routed_to(a: &Approval, notifier: &str) -> bool {
 struct Shared {
     settings: ApprovalsSettings,
     /// The approvals database, where a posted card's location is kept.
-    store: Arc<Mutex<ApprovalStore>>,
+    store: Arc<dyn ApprovalBackend>,
     counts: Arc<Counts>,
     client: OutboundClient,
     /// The address the server listens on: the callbacks' base unless
@@ -136,7 +136,7 @@ impl Notifiers {
     /// be set up (logged: approvals still work, by polling).
     pub fn start(
         settings: &ApprovalsSettings,
-        store: Arc<Mutex<ApprovalStore>>,
+        store: Arc<dyn ApprovalBackend>,
         counts: Arc<Counts>,
     ) -> Option<Notifiers> {
         let webhook_on = settings.webhook_url.is_some();
@@ -399,11 +399,7 @@ impl Shared {
     /// Writes where approval `id`'s card is to the database (logged when
     /// it cannot: the in-memory copy still serves until a restart).
     fn keep_card(&self, id: &str, channel: &str, ts: &str) {
-        let guard = match self.store.lock() {
-            Ok(g) => g,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        if let Err(e) = guard.set_slack_card(id, channel, ts) {
+        if let Err(e) = self.store.set_slack_card(id, channel, ts) {
             tracing::warn!(%id, error = %e, "where the approval's Slack card is was not saved");
         }
     }

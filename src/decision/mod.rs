@@ -170,6 +170,7 @@ impl DecisionService {
         let approvals = if asks_approval {
             Some(Arc::new(Approvals::open(
                 &settings.approvals,
+                &settings.store,
                 metrics.clone(),
             )?))
         } else {

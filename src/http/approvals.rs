@@ -136,7 +136,7 @@ pub async fn route(req: Request<Incoming>, service: &DecisionService) -> Option<
                         json!({ "approvals": items }).to_string().into_bytes(),
                     )
                 }
-                Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()),
+                Err(e) => store_error(&e),
             }
         }
         (Method::GET, [id]) => {
@@ -158,7 +158,7 @@ pub async fn route(req: Request<Incoming>, service: &DecisionService) -> Option<
                     "not_found",
                     format!("no approval `{id}`"),
                 ),
-                Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()),
+                Err(e) => store_error(&e),
             }
         }
         (Method::POST, [id, verb @ ("approve" | "deny")]) => {
@@ -225,9 +225,7 @@ pub async fn route(req: Request<Incoming>, service: &DecisionService) -> Option<
                 Err(e @ DecideError::NotAllowed { .. }) => {
                     error(StatusCode::FORBIDDEN, "approver_not_allowed", e.to_string())
                 }
-                Err(DecideError::Store(e)) => {
-                    error(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string())
-                }
+                Err(DecideError::Store(e)) => store_error(&e),
             }
         }
         // The approvals webhook's callback URLs: the token in the URL is
@@ -244,4 +242,18 @@ pub async fn route(req: Request<Incoming>, service: &DecisionService) -> Option<
         ),
     };
     Some(response)
+}
+
+/// The answer when the approvals store could not: `503 store_unavailable`
+/// while a shared database is away (retry later; nothing was decided),
+/// `500 internal` for anything else.
+fn store_error(e: &approvals::StoreError) -> Response<Body> {
+    match e {
+        approvals::StoreError::Postgres(_) => error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "store_unavailable",
+            e.to_string(),
+        ),
+        _ => error(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()),
+    }
 }

@@ -75,7 +75,7 @@ pub fn is_memory_write(tool: &str, configured: &[String]) -> bool {
 }
 
 /// Every string of a call's arguments, depth first (object members in
-/// their order), the text a memory write stores.
+/// key order), the text a memory write stores.
 pub fn texts(args: &Value) -> Vec<String> {
     let mut out = Vec::new();
     let mut copy = args.clone();
@@ -130,8 +130,9 @@ mod tests {
     #[test]
     fn texts_and_leaves_agree() {
         let mut v = json!({"observations": [{"entityName": "Ana", "contents": ["a", "b"]}]});
-        assert_eq!(texts(&v), ["Ana", "a", "b"]);
+        // Object members in key order (`contents` before `entityName`).
+        assert_eq!(texts(&v), ["a", "b", "Ana"]);
         leaves_mut(&mut v, &mut |s| s.push('!'));
-        assert_eq!(texts(&v), ["Ana!", "a!", "b!"]);
+        assert_eq!(texts(&v), ["a!", "b!", "Ana!"]);
     }
 }

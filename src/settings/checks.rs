@@ -119,6 +119,9 @@ pub fn problems(s: &Settings) -> Vec<String> {
         }
     }
     out.extend(approval_notifier_problems(&s.approvals));
+    if let Some(pg) = &s.store.postgres {
+        out.extend(postgres_problems(pg));
+    }
     if s.approvals.timeout_seconds == 0 {
         out.push("approvals.timeout_seconds must be at least 1".into());
     }
@@ -224,6 +227,38 @@ fn approval_notifier_problems(a: &crate::settings::ApprovalsSettings) -> Vec<Str
     }
     if let Err(e) = crate::proxy::upstream::parse_base(&slack.api_base) {
         out.push(format!("approvals.slack.api_base: {e}"));
+    }
+    out
+}
+
+/// `store.postgres`: where the connection string comes from, and that it
+/// parses (its text is never repeated: it may hold a password).
+fn postgres_problems(pg: &super::PostgresSettings) -> Vec<String> {
+    let mut out = Vec::new();
+    match (&pg.url, &pg.url_env) {
+        (Some(_), Some(_)) => {
+            out.push("store.postgres: set url or url_env, not both".into());
+        }
+        (None, None) => {
+            out.push("store.postgres: set url (a connection string) or url_env".into());
+        }
+        (Some(url), None) => {
+            if let Err(e) = url.parse::<tokio_postgres::Config>() {
+                out.push(format!(
+                    "store.postgres.url is not a connection string: {e}"
+                ));
+            }
+        }
+        (None, Some(var)) if var.trim().is_empty() => {
+            out.push("store.postgres.url_env is empty".into());
+        }
+        (None, Some(_)) => {}
+    }
+    if pg.pool == 0 {
+        out.push("store.postgres.pool must be at least 1".into());
+    }
+    if pg.timeout_ms == 0 {
+        out.push("store.postgres.timeout_ms must be at least 1".into());
     }
     out
 }

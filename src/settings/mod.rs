@@ -7,8 +7,9 @@ pub mod sections;
 pub use sections::{
     ApprovalsSettings, ApprovalsSlackSettings, BudgetLimit, BudgetsSettings, FsyncPolicy,
     McpSettings, ModelPrice, NamedUpstream, OnFull, OtherPaths, OtlpProtocol, OtlpSettings,
-    PagerDutySettings, PoisonedTools, ProxySettings, ReloadSettings, ReportingSettings,
-    ServerSettings, Settings, TelemetrySettings, UpstreamApi, UpstreamAuth, WebhookFormat,
+    PagerDutySettings, PoisonedTools, PostgresSettings, ProxySettings, ReloadSettings,
+    ReportingSettings, ServerSettings, Settings, StoreSettings, TelemetrySettings, UpstreamApi,
+    UpstreamAuth, WebhookFormat,
 };
 
 use parallax_runtime::ProgramSettings;

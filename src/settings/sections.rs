@@ -29,6 +29,8 @@ pub struct Settings {
     pub telemetry: TelemetrySettings,
     /// Token and cost budgets on the proxy's model calls.
     pub budgets: BudgetsSettings,
+    /// Where state a fleet shares lives (approvals, known recipients).
+    pub store: StoreSettings,
     /// The SQL rules' side-store (typed by the runtime, which opens it).
     pub state: StateSettings,
 }
@@ -63,6 +65,9 @@ impl Settings {
         }
         if let Some(v) = sections.get("approvals") {
             parse_section("approvals", v, &mut settings.approvals, &mut problems);
+        }
+        if let Some(v) = sections.get("store") {
+            parse_section("store", v, &mut settings.store, &mut problems);
         }
         if let Some(v) = sections.get("budgets") {
             parse_section("budgets", v, &mut settings.budgets, &mut problems);
@@ -402,6 +407,59 @@ impl Default for ProxySettings {
             keepalive_ms: 5_000,
             upstreams: Default::default(),
         }
+    }
+}
+
+/// Where state a fleet's replicas share lives (`store:`): without a
+/// section, approvals and the known-recipients memory stay in the SQLite
+/// file `approvals.path`, one host's.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StoreSettings {
+    /// PostgreSQL, shared by every replica pointed at it.
+    pub postgres: Option<PostgresSettings>,
+}
+
+/// `store.postgres`: the database approvals and the known-recipients
+/// memory live in. Exactly one of `url` and `url_env`.
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PostgresSettings {
+    /// A libpq connection string (`postgres://user@host:5432/db?sslmode=
+    /// require` or `host=... user=...`). A password written here is in the
+    /// config file: prefer `url_env`.
+    #[serde(default)]
+    pub url: Option<String>,
+    /// The environment variable holding the connection string.
+    #[serde(default)]
+    pub url_env: Option<String>,
+    /// Connections kept open (one of them also LISTENs for other
+    /// replicas' changes).
+    #[serde(default = "default_pg_pool")]
+    pub pool: usize,
+    /// How long one statement may take before the store counts as down
+    /// (the call then fails closed).
+    #[serde(default = "default_pg_timeout_ms")]
+    pub timeout_ms: u64,
+}
+
+fn default_pg_pool() -> usize {
+    2
+}
+
+fn default_pg_timeout_ms() -> u64 {
+    2_000
+}
+
+/// The connection string may hold a password: never printed.
+impl std::fmt::Debug for PostgresSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostgresSettings")
+            .field("url", &self.url.as_ref().map(|_| "<set>"))
+            .field("url_env", &self.url_env)
+            .field("pool", &self.pool)
+            .field("timeout_ms", &self.timeout_ms)
+            .finish()
     }
 }
 

@@ -6,6 +6,7 @@ pub mod agents;
 pub mod corpus;
 pub mod engine_report;
 pub mod held_out;
+pub mod postgres;
 pub mod tool_calls;
 
 use parallax::decision::DecisionService;
