@@ -214,8 +214,8 @@ fn the_known_recipients_memory_is_one_for_the_fleet() {
     let Some(pg) = PgCluster::start("recipients") else {
         return;
     };
-    let a = PostgresStore::open(&pg_settings(&pg.url()), Arc::default()).expect("A's store");
-    let b = PostgresStore::open(&pg_settings(&pg.url()), Arc::default()).expect("B's store");
+    let a = PostgresStore::open(&pg_settings(&pg.url())).expect("A's store");
+    let b = PostgresStore::open(&pg_settings(&pg.url())).expect("B's store");
     let keys = vec![
         "email:ana@northwind.test".to_string(),
         "url:evil.test".to_string(),
@@ -236,6 +236,48 @@ fn the_known_recipients_memory_is_one_for_the_fleet() {
         "one known-recipients lookup through PostgreSQL: {:.0} µs on average over {n}",
         started.elapsed().as_secs_f64() * 1e6 / n as f64
     );
+}
+
+#[test]
+fn the_dashboard_charts_the_whole_fleet() {
+    let Some(pg) = PgCluster::start("fleet-hits") else {
+        return;
+    };
+    let a = replica(&pg, "a4");
+    let b = replica(&pg, "b4");
+    let rm =
+        json!({"stage": "tool.before", "tool_name": "Bash", "tool_args": {"command": "rm -rf /"}});
+    for (s, n) in [(&a, 2), (&b, 1)] {
+        for _ in 0..n {
+            assert_eq!(
+                call(s, "POST", "/evaluate", AGENT, &rm).json()["action"],
+                "block"
+            );
+        }
+    }
+    // Each replica adds its hits every ten seconds; either one's dashboard
+    // then counts all three.
+    let deadline = Instant::now() + Duration::from_secs(40);
+    loop {
+        let r = call(&b, "GET", "/ui/api/hits?window=600", AGENT, &Value::Null);
+        assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+        let v = r.json();
+        assert_eq!(v["fleet"], true, "{v}");
+        let rule = v["rules"]
+            .as_array()
+            .and_then(|rs| rs.iter().find(|x| x["id"] == "fixture-rm-rf"))
+            .cloned()
+            .expect("the rule");
+        if rule["hits"] == 3 {
+            break;
+        }
+        assert!(rule["hits"].as_u64().unwrap_or(0) <= 3, "{rule}");
+        assert!(
+            Instant::now() < deadline,
+            "the fleet's hits never reached 3: {rule}"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
 }
 
 #[test]
@@ -306,7 +348,7 @@ fn a_schema_newer_than_the_build_refuses_the_start() {
         return;
     };
     // A current replica creates the schema...
-    drop(PostgresStore::open(&pg_settings(&pg.url()), Arc::default()).expect("first start"));
+    drop(PostgresStore::open(&pg_settings(&pg.url())).expect("first start"));
     // ...and a newer build than this one migrated it further.
     let url = pg.url();
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -323,16 +365,15 @@ fn a_schema_newer_than_the_build_refuses_the_start() {
             .await
             .expect("insert");
     });
-    let err = PostgresStore::open(&pg_settings(&pg.url()), Arc::default())
+    let err = PostgresStore::open(&pg_settings(&pg.url()))
         .err()
         .expect("refused");
     let msg = err.to_string();
     assert!(msg.contains("99") && msg.contains("upgrade"), "{msg}");
     // A bad URL is refused naming the key, and never echoes a password.
-    let bad = PostgresStore::open(
-        &pg_settings("postgres://parallax:s3cret@127.0.0.1:1/postgres?connect_timeout=1"),
-        Arc::default(),
-    )
+    let bad = PostgresStore::open(&pg_settings(
+        "postgres://parallax:s3cret@127.0.0.1:1/postgres?connect_timeout=1",
+    ))
     .err()
     .expect("refused");
     assert!(!bad.to_string().contains("s3cret"), "{bad}");

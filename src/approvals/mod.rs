@@ -22,7 +22,7 @@ pub mod store;
 
 use crate::audit::AuditLog;
 use crate::metrics::Metrics;
-use crate::settings::{ApprovalsSettings, StoreSettings};
+use crate::settings::ApprovalsSettings;
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
@@ -78,11 +78,10 @@ pub struct Approvals {
 impl Approvals {
     pub fn open(
         settings: &ApprovalsSettings,
-        shared: &StoreSettings,
+        shared: Option<Arc<store::postgres::PostgresStore>>,
         metrics: Arc<Metrics>,
     ) -> Result<Approvals, StoreError> {
-        let changed = Arc::new(Notify::new());
-        let store = store::open(&settings.path, shared, changed.clone())?;
+        let (store, changed) = store::open(&settings.path, shared)?;
         let notify_counts = Arc::new(notify::Counts::default());
         let notifiers = notify::Notifiers::start(settings, store.clone(), notify_counts.clone());
         if notifiers.is_some() {

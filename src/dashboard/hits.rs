@@ -3,12 +3,20 @@
 //! samples them every [`SAMPLE_EVERY`] and answers "how many in the last
 //! hour" as the difference between now and the sample an hour old.
 //!
+//! With `store.postgres`, each replica also adds the hits between its
+//! samples to the fleet's history in the database from the moment it
+//! starts, and the windows are computed from the fleet's sum: the chart
+//! and the counts are the whole fleet's (up to one sample, ten seconds,
+//! behind for the other replicas); `total` is then the fleet's over the
+//! history kept (a day).
+//!
 //! The sampler starts with the dashboard's first data request and keeps a
 //! day of samples; each holds only the rules that have fired, so its size
 //! follows the rules that fire, not the size of the rule set. A window
 //! reaching back past the first sample starts at the first sample, and the
 //! answer says so (`from`).
 
+use crate::approvals::store::postgres::PostgresStore;
 use crate::metrics::Metrics;
 use parallax_runtime::{Engine, Program};
 use serde_json::{json, Value};
@@ -62,6 +70,8 @@ pub struct History {
     started: AtomicBool,
     samples: Mutex<VecDeque<Sample>>,
     metrics: Mutex<Option<Arc<Metrics>>>,
+    /// The fleet's store, and the last sample whose hits were added to it.
+    fleet: Mutex<Option<(Arc<PostgresStore>, Sample)>>,
 }
 
 impl History {
@@ -84,9 +94,87 @@ impl History {
                 let Some(history) = weak.upgrade() else {
                     return;
                 };
-                history.push(Sample::take(&metrics));
+                let sample = Sample::take(&metrics);
+                history.publish(&sample);
+                history.push(sample);
             }
         });
+    }
+
+    /// Starts sampling at once and adding each sample's new hits to the
+    /// fleet's history in `store`.
+    pub fn start_fleet(self: &Arc<Self>, metrics: Arc<Metrics>, store: Arc<PostgresStore>) {
+        if let Ok(mut f) = self.fleet.lock() {
+            if f.is_none() {
+                *f = Some((store, Sample::take(&metrics)));
+            }
+        }
+        self.start(metrics);
+    }
+
+    /// Adds the hits since the last published sample to the fleet's
+    /// history.
+    fn publish(&self, sample: &Sample) {
+        let Ok(mut guard) = self.fleet.lock() else {
+            return;
+        };
+        let Some((store, last)) = guard.as_mut() else {
+            return;
+        };
+        let delta: Vec<(String, i64)> = sample
+            .hits
+            .iter()
+            .filter_map(|(rule, n)| {
+                let d = n.saturating_sub(last.hits.get(rule).copied().unwrap_or(0));
+                (d > 0).then(|| (rule.clone(), d.min(i64::MAX as u64) as i64))
+            })
+            .collect();
+        store.record_hits(sample.at.round(), delta);
+        *last = sample.clone();
+    }
+
+    /// The fleet's samples (cumulative from the oldest kept) and its
+    /// current totals (the last sample plus this replica's hits since it),
+    /// when a fleet store is set and answers.
+    fn fleet_samples(&self, current: &Sample) -> Option<Result<(Vec<Sample>, Sample), String>> {
+        let (store, last) = self.fleet.lock().ok()?.clone()?;
+        let since = current.at - (MAX_WINDOW_SECS + 2 * SAMPLE_EVERY.as_secs()) as f64;
+        let rows = match store.hits_since(since) {
+            Ok(rows) => rows,
+            Err(e) => return Some(Err(e.to_string())),
+        };
+        let mut samples: Vec<Sample> = Vec::new();
+        let mut running: BTreeMap<String, u64> = BTreeMap::new();
+        for (at, rule, n) in rows {
+            if samples.last().is_none_or(|s| s.at != at) {
+                if samples.is_empty() {
+                    // The history's start: nothing counted yet.
+                    samples.push(Sample {
+                        at: at - SAMPLE_EVERY.as_secs_f64(),
+                        hits: BTreeMap::new(),
+                    });
+                }
+                samples.push(Sample {
+                    at,
+                    hits: running.clone(),
+                });
+            }
+            *running.entry(rule).or_insert(0) += n;
+            if let Some(s) = samples.last_mut() {
+                s.hits = running.clone();
+            }
+        }
+        let mut now = Sample {
+            at: current.at,
+            hits: running,
+        };
+        for (rule, n) in &current.hits {
+            let unpublished = n.saturating_sub(last.hits.get(rule).copied().unwrap_or(0));
+            if unpublished > 0 {
+                *now.hits.entry(rule.clone()).or_insert(0) += unpublished;
+            }
+        }
+        Some(Ok((samples, now)))
     }
 
     fn push(&self, sample: Sample) {
@@ -108,12 +196,31 @@ impl History {
                 ..Sample::default()
             },
         };
+        match self.fleet_samples(&current) {
+            Some(Ok((samples, now))) => {
+                let mut r = window_report(engine.program(), &samples, &now, window);
+                r["fleet"] = json!(true);
+                return r;
+            }
+            Some(Err(e)) => {
+                // The database is away: this replica's own counts, saying so.
+                let mut r = self.local_report(engine, &current, window);
+                r["fleet"] = json!(false);
+                r["fleet_error"] = json!(e);
+                return r;
+            }
+            None => {}
+        }
+        self.local_report(engine, &current, window)
+    }
+
+    fn local_report(&self, engine: &Engine, current: &Sample, window: u64) -> Value {
         let samples: Vec<Sample> = self
             .samples
             .lock()
             .map(|s| s.iter().cloned().collect())
             .unwrap_or_default();
-        window_report(engine.program(), &samples, &current, window)
+        window_report(engine.program(), &samples, current, window)
     }
 }
 

@@ -48,6 +48,18 @@ pub struct Dashboard {
     history: Arc<hits::History>,
 }
 
+impl Dashboard {
+    /// With a fleet store (`store.postgres`), starts adding this replica's
+    /// rule hits to the fleet's history now, not at the first dashboard
+    /// request: the fleet's chart must count every replica from its start.
+    pub fn start_fleet(&self, service: &DecisionService) {
+        if let Some(store) = service.shared_store() {
+            self.history
+                .start_fleet(service.metrics.clone(), store.clone());
+        }
+    }
+}
+
 /// Whether `path` is the dashboard's.
 pub fn is_dashboard_path(path: &str) -> bool {
     path == "/ui" || path.starts_with("/ui/")

@@ -32,6 +32,7 @@ pub mod reload;
 pub mod rules_in_force;
 pub mod watch;
 
+use crate::approvals::store::postgres::PostgresStore;
 use crate::approvals::{self, known_recipients, Approval, Approvals, NewApproval, Status};
 use crate::audit::{AuditEntry, AuditLog};
 use crate::metrics::Metrics;
@@ -84,6 +85,8 @@ pub struct DecisionService {
     /// with the blocking pool, where a large event is prepared and looks
     /// its recipients up ([`DecisionService::begin_bounded`]).
     approvals: Option<Arc<Approvals>>,
+    /// The fleet's shared store (`store.postgres`).
+    shared: Option<Arc<PostgresStore>>,
     /// Send the side-store only the events its SQL rules can see, and wait
     /// only for the ones they judge (`parallax_store::routing`); off, every
     /// event makes the round trip (differential tests, benches).
@@ -167,10 +170,16 @@ impl DecisionService {
                 .rules
                 .iter()
                 .any(|r| r.action == Action::Approve);
+        // The fleet's shared store, when configured: approvals live there,
+        // and the dashboard's rule-hit history. A replay shares nothing.
+        let shared = match (&settings.store.postgres, with_approvals) {
+            (Some(pg), true) => Some(Arc::new(PostgresStore::open(pg)?)),
+            _ => None,
+        };
         let approvals = if asks_approval {
             Some(Arc::new(Approvals::open(
                 &settings.approvals,
-                &settings.store,
+                shared.clone(),
                 metrics.clone(),
             )?))
         } else {
@@ -191,6 +200,7 @@ impl DecisionService {
             clock,
             event_clock: false,
             approvals,
+            shared,
             sql_routing: true,
             feed,
             running,
@@ -236,6 +246,11 @@ impl DecisionService {
     /// The live feed of finished decisions.
     pub fn feed(&self) -> &Arc<feed::Feed> {
         &self.feed
+    }
+
+    /// The fleet's PostgreSQL store (`store.postgres`), when configured.
+    pub fn shared_store(&self) -> Option<&Arc<PostgresStore>> {
+        self.shared.as_ref()
     }
 
     /// The approvals, when a rule asks for approval.

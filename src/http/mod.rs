@@ -55,6 +55,7 @@ pub async fn serve_doors(
     shutdown: impl Future<Output = ()>,
 ) {
     tokio::pin!(shutdown);
+    doors.dashboard.start_fleet(&service);
     if let (Some(a), Ok(addr)) = (service.approvals(), listener.local_addr()) {
         // The approvals webhook's callback URLs point here by default.
         a.set_local_addr(addr);

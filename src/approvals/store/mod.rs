@@ -169,17 +169,23 @@ pub trait ApprovalBackend: Send + Sync {
     fn kind(&self) -> &'static str;
 }
 
-/// Opens the store the settings name: PostgreSQL when `store.postgres` is
-/// set, else the SQLite file `approvals.path`. `changed` is woken when
-/// another process changes an approval.
+/// The store approvals live in: the fleet's PostgreSQL store when the
+/// service opened one (`store.postgres`), else the SQLite file
+/// `approvals.path`; with what is woken when another process changes an
+/// approval.
 pub fn open(
     path: &str,
-    store: &crate::settings::StoreSettings,
-    changed: Arc<tokio::sync::Notify>,
-) -> Result<Arc<dyn ApprovalBackend>, StoreError> {
-    match &store.postgres {
-        Some(pg) => Ok(Arc::new(postgres::PostgresStore::open(pg, changed)?)),
-        None => Ok(Arc::new(sqlite::SqliteStore::open(path)?)),
+    shared: Option<Arc<postgres::PostgresStore>>,
+) -> Result<(Arc<dyn ApprovalBackend>, Arc<tokio::sync::Notify>), StoreError> {
+    match shared {
+        Some(pg) => {
+            let changed = pg.changed();
+            Ok((pg, changed))
+        }
+        None => Ok((
+            Arc::new(sqlite::SqliteStore::open(path)?),
+            Arc::new(tokio::sync::Notify::new()),
+        )),
     }
 }
 

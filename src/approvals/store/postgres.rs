@@ -19,6 +19,8 @@
 //!   change a row still `pending` (and not past its deadline), and
 //!   PostgreSQL serialises concurrent UPDATEs of one row, so of two
 //!   replicas deciding at once the second changes nothing and is told so.
+//! - **The fleet's rule-hit history** (`parallax_rule_hits`): each replica
+//!   adds its hits every ten seconds, so the dashboard charts the fleet.
 //! - **Versioned schema** (`parallax_schema`): migrations run at start-up
 //!   under an advisory lock (two replicas starting together apply them
 //!   once); a database whose version is newer than this build's refuses the
@@ -40,10 +42,26 @@ use tokio_postgres::{AsyncMessage, Client, Config, Row};
 pub const CHANNEL: &str = "parallax_approvals";
 
 /// The schema version this build writes; migrations 1..=this are applied.
-pub const SCHEMA_VERSION: i32 = 1;
+pub const SCHEMA_VERSION: i32 = 2;
+
+/// How long the fleet's rule-hit history is kept (the dashboard's longest
+/// window).
+const HIT_HISTORY_SECS: f64 = 86_400.0 + 60.0;
+
+/// A name for this process among the fleet's: the host and the process id.
+fn replica_name() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| "host".into());
+    format!("{host}:{}", std::process::id())
+}
 
 /// Each migration's statements, in order (index 0 is version 1).
-const MIGRATIONS: [&str; 1] = ["
+const MIGRATIONS: [&str; 2] = [
+    "
 CREATE TABLE parallax_approvals (
     id TEXT PRIMARY KEY,
     status TEXT NOT NULL,
@@ -72,7 +90,18 @@ CREATE TABLE parallax_known_recipients (
     key TEXT PRIMARY KEY,
     first_seen DOUBLE PRECISION NOT NULL
 );
-"];
+",
+    "
+CREATE TABLE parallax_rule_hits (
+    at DOUBLE PRECISION NOT NULL,
+    replica TEXT NOT NULL,
+    rule_id TEXT NOT NULL,
+    hits BIGINT NOT NULL,
+    PRIMARY KEY (at, replica, rule_id)
+);
+CREATE INDEX parallax_rule_hits_at ON parallax_rule_hits (at);
+",
+];
 
 /// Serialises migrations between replicas starting at once (an arbitrary
 /// constant: "parallax" in ASCII).
@@ -90,6 +119,11 @@ type Job = Box<dyn FnOnce(Result<Arc<Client>, String>) -> BoxFuture + Send>;
 pub struct PostgresStore {
     jobs: mpsc::UnboundedSender<Job>,
     timeout: Duration,
+    /// Woken by every notification (another replica's change) and after a
+    /// reconnect.
+    changed: Arc<Notify>,
+    /// This process among the fleet's, for the rows it writes.
+    replica: String,
 }
 
 /// Where the database is, for messages: host, port and database, never
@@ -121,10 +155,8 @@ impl PostgresStore {
     /// Connects, applies the migrations and starts the store's thread;
     /// an unreachable database, bad credentials or a newer schema stop the
     /// start with the reason.
-    pub fn open(
-        settings: &PostgresSettings,
-        changed: Arc<Notify>,
-    ) -> Result<PostgresStore, StoreError> {
+    pub fn open(settings: &PostgresSettings) -> Result<PostgresStore, StoreError> {
+        let changed = Arc::new(Notify::new());
         let url = match (&settings.url, &settings.url_env) {
             (Some(u), _) => u.clone(),
             (None, Some(var)) => std::env::var(var).map_err(|_| {
@@ -151,6 +183,7 @@ impl PostgresStore {
         let (tx, rx) = mpsc::unbounded_channel();
         let pool = settings.pool.max(1);
         let (ready_tx, ready_rx) = std::sync::mpsc::sync_channel(1);
+        let woken = changed.clone();
         std::thread::Builder::new()
             .name("parallax-postgres".into())
             .spawn(move || {
@@ -166,19 +199,92 @@ impl PostgresStore {
                         return;
                     }
                 };
-                rt.block_on(serve(config, pool, rx, changed, ready_tx));
+                rt.block_on(serve(config, pool, rx, woken, ready_tx));
             })
             .map_err(|e| StoreError::Postgres(format!("cannot start the store's thread: {e}")))?;
         match ready_rx.recv_timeout(timeout * 3 + Duration::from_secs(5)) {
             Ok(Ok(())) => {
                 tracing::info!(database = %target, pool, "approvals are kept in PostgreSQL");
-                Ok(PostgresStore { jobs: tx, timeout })
+                Ok(PostgresStore {
+                    jobs: tx,
+                    timeout,
+                    changed,
+                    replica: replica_name(),
+                })
             }
             Ok(Err(e)) => Err(e),
             Err(_) => Err(StoreError::Postgres(format!(
                 "{target} did not answer while starting"
             ))),
         }
+    }
+
+    /// What is woken when another replica changes an approval.
+    pub fn changed(&self) -> Arc<Notify> {
+        self.changed.clone()
+    }
+
+    /// This process's name among the fleet's (host and process id).
+    pub fn replica(&self) -> &str {
+        &self.replica
+    }
+
+    /// Adds this replica's rule hits since its last sample, at `at` (epoch
+    /// seconds), to the fleet's history, and drops history older than a
+    /// day; without waiting (a missed sample loses ten seconds of counts
+    /// from the chart, never a verdict).
+    pub fn record_hits(&self, at: f64, hits: Vec<(String, i64)>) {
+        if hits.is_empty() {
+            return;
+        }
+        let replica = self.replica.clone();
+        let oldest = at - HIT_HISTORY_SECS;
+        let job: Job = Box::new(move |client| {
+            Box::pin(async move {
+                let Ok(c) = client else { return };
+                let (rules, counts): (Vec<String>, Vec<i64>) = hits.into_iter().unzip();
+                let written = c
+                    .execute(
+                        "INSERT INTO parallax_rule_hits (at, replica, rule_id, hits) \
+                         SELECT $1, $2, r, n FROM unnest($3::text[], $4::bigint[]) AS t(r, n) \
+                         ON CONFLICT (at, replica, rule_id) \
+                         DO UPDATE SET hits = parallax_rule_hits.hits + excluded.hits",
+                        &[&at, &replica, &rules, &counts],
+                    )
+                    .await;
+                let pruned = c
+                    .execute("DELETE FROM parallax_rule_hits WHERE at < $1", &[&oldest])
+                    .await;
+                if let Err(e) = written.and(pruned) {
+                    tracing::warn!(error = %e, "rule hits were not added to the fleet's history");
+                }
+            })
+        });
+        let _ = self.jobs.send(job);
+    }
+
+    /// The fleet's rule hits since `since` (epoch seconds): per sample
+    /// time, per rule, summed over the replicas, oldest first.
+    pub fn hits_since(&self, since: f64) -> Result<Vec<(f64, String, u64)>, StoreError> {
+        self.call(move |c| async move {
+            let rows = c
+                .query(
+                    "SELECT at, rule_id, sum(hits)::bigint FROM parallax_rule_hits \
+                     WHERE at > $1 GROUP BY at, rule_id ORDER BY at",
+                    &[&since],
+                )
+                .await
+                .map_err(pg)?;
+            Ok(rows
+                .iter()
+                .filter_map(|r| {
+                    let at: f64 = r.try_get(0).ok()?;
+                    let rule: String = r.try_get(1).ok()?;
+                    let n: i64 = r.try_get(2).ok()?;
+                    Some((at, rule, n.max(0) as u64))
+                })
+                .collect())
+        })
     }
 
     /// Runs `f` on the store's thread with a connection and waits for its
