@@ -180,7 +180,11 @@ fn sql(c: &mut Criterion) -> (f64, f64) {
         })
     });
     g.finish();
-    assert_eq!(store.row_count().expect("count"), ROWS, "the cap held");
+    let kept = store.row_count().expect("count");
+    assert!(
+        (ROWS..=ROWS + parallax_store::cap_slack(ROWS)).contains(&kept),
+        "the cap held: {kept} rows"
+    );
 
     let clock = ManualClock::new(0.0);
     let handle = StoreHandle::spawn(full_store(&program, &clock)).expect("store thread");
@@ -621,7 +625,11 @@ fn cap_profile(program: &Program) {
         "  routing (rules_for): {} per event ({judged} of {n} judged)",
         fmt_ns(started.elapsed().as_nanos() as f64 / n.max(1) as f64)
     );
-    assert_eq!(store.row_count().expect("count"), ROWS, "the cap held");
+    let kept = store.row_count().expect("count");
+    assert!(
+        (ROWS..=ROWS + parallax_store::cap_slack(ROWS)).contains(&kept),
+        "the cap held: {kept} rows"
+    );
 }
 
 fn main() {

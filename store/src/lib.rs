@@ -26,7 +26,7 @@ pub use request::{late_matches, EventRow, SqlHit, StoreRequest};
 pub use routing::{Route, RuleMask, SqlRouting};
 pub use rule::{check_rule, compile_rule, query_plan, Param, SqlRuleCode};
 pub use service::{PendingHits, StoreHandle};
-pub use store::{Profile, ShortcutMode, Store, StoreError, Unwritten};
+pub use store::{cap_slack, Profile, ShortcutMode, Store, StoreError, Unwritten};
 
 use parallax_runtime::{Program, StateSettings};
 use std::sync::Arc;

@@ -386,7 +386,7 @@ fn insert_sorted<T: Copy>(q: &mut VecDeque<T>, item: T, ts: impl Fn(&T) -> f64) 
 /// What the shortcuts know of each session's rows.
 #[derive(Debug, Default)]
 pub struct WindowFacts {
-    sessions: HashMap<String, SessionFacts>,
+    sessions: HashMap<String, SessionFacts, ahash::RandomState>,
     /// Present when a [`Shortcut::SecretRead`] rule is loaded.
     secret: Option<Regex>,
     /// Block rows whose `rule_ids` are not an array of strings (only a
@@ -439,7 +439,7 @@ impl WindowFacts {
     /// on inserts when a rule needs it).
     pub fn new(shortcuts: &[Shortcut]) -> WindowFacts {
         WindowFacts {
-            sessions: HashMap::new(),
+            sessions: HashMap::default(),
             secret: shortcuts
                 .contains(&Shortcut::SecretRead)
                 .then(secret_pattern)

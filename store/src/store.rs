@@ -15,9 +15,19 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-/// Retention is enforced every this many inserts (the row cap on every
-/// insert: it is one index seek).
+/// Retention is enforced every this many inserts.
 const RETENTION_EVERY: u32 = 256;
+
+/// How far past `max_rows` the store may run before its oldest rows go, in
+/// one batch, down to `max_rows`: 1% of the cap, at most 1,000 rows (and
+/// at least one). Deleting a row on every insert at the cap was most of an
+/// event's cost there (one statement and one seek each); a batch is one
+/// read of the oldest rows and one range delete per `cap_slack` inserts.
+/// The window a SQL rule reads may so hold up to this many rows more than
+/// the cap (docs/SQL.md).
+pub fn cap_slack(max_rows: u64) -> u64 {
+    (max_rows / 100).clamp(1, 1_000)
+}
 
 /// Most rows one session may hold (the global `max_rows` still applies).
 ///
@@ -77,7 +87,7 @@ pub struct Store {
     /// budget costs a map lookup, not a count over the session's rows.
     /// Events without a session are not counted: no session rule can see
     /// them, and the global cap bounds them.
-    per_session: HashMap<String, u64>,
+    per_session: HashMap<String, u64, ahash::RandomState>,
     /// The `ts` of each session's `tool.before` rows, kept in step like
     /// `per_session`, for the rate queries [`crate::window`] answers.
     tool_calls: ToolCallWindow,
@@ -607,10 +617,11 @@ impl Store {
     }
 
     /// The bounds, after the rules have run: the session's budget (its
-    /// oldest rows past [`Store::set_session_rows`], in batches), the row cap exactly (the oldest row, by id, past
-    /// `max_rows` rows; one seek of the primary key), and retention every
-    /// [`RETENTION_EVERY`] inserts (windows filter on `ts` anyway; this
-    /// only reclaims memory).
+    /// oldest rows past [`Store::set_session_rows`], in batches), the row
+    /// cap in batches (once the store is [`cap_slack`] rows over
+    /// `max_rows`, the oldest rows by id down to `max_rows`, one range
+    /// delete), and retention every [`RETENTION_EVERY`] inserts (windows
+    /// filter on `ts` anyway; this only reclaims memory).
     ///
     /// The cap counts rows, not ids: a hot session's budget deletes leave
     /// gaps in the ids, and a cap on `id <= last - max_rows` would then
@@ -640,9 +651,9 @@ impl Store {
                 )?;
             }
         }
-        if self.rows > self.max_rows {
+        if self.rows > self.max_rows + cap_slack(self.max_rows) {
             let over = i64::try_from(self.rows - self.max_rows).unwrap_or(i64::MAX);
-            self.delete_counted(
+            self.delete_counted_range(
                 "SELECT id, session_id, ts, stage, tool_name, tool_args, action, url, \
                  rule_ids FROM events ORDER BY id LIMIT ?1",
                 &[Value::Integer(over)],
@@ -673,6 +684,27 @@ impl Store {
         &mut self,
         select: &str,
         params: &[rusqlite::types::Value],
+    ) -> Result<usize, StoreError> {
+        self.delete_rows(select, params, false)
+    }
+
+    /// [`Store::delete_counted`] for a `SELECT … ORDER BY id LIMIT n` from
+    /// the oldest row: the rows it finds are every row up to the last id
+    /// it read, so they go in one `DELETE … WHERE id <= ?` (one walk of the
+    /// primary key's first pages) instead of a seek each.
+    fn delete_counted_range(
+        &mut self,
+        select: &str,
+        params: &[rusqlite::types::Value],
+    ) -> Result<usize, StoreError> {
+        self.delete_rows(select, params, true)
+    }
+
+    fn delete_rows(
+        &mut self,
+        select: &str,
+        params: &[rusqlite::types::Value],
+        range: bool,
     ) -> Result<usize, StoreError> {
         let mut gone: Vec<(i64, Option<String>)> = Vec::new();
         {
@@ -713,7 +745,24 @@ impl Store {
         }
         let mut deleted = 0;
         let mut failed = None;
-        {
+        if range {
+            let last = gone.iter().map(|(id, _)| *id).max();
+            if let Some(last) = last {
+                let mut stmt = self
+                    .conn
+                    .prepare_cached("DELETE FROM events WHERE id <= ?1")?;
+                match stmt.execute([last]) {
+                    Ok(n) if n == gone.len() => deleted = n,
+                    Ok(n) => {
+                        failed = Some(StoreError::Schema(format!(
+                            "{} rows up to id {last} were read for deletion and {n} deleted",
+                            gone.len()
+                        )));
+                    }
+                    Err(e) => failed = Some(e.into()),
+                }
+            }
+        } else {
             let mut stmt = self
                 .conn
                 .prepare_cached("DELETE FROM events WHERE id = ?1")?;
@@ -903,8 +952,10 @@ fn fact_row<'r>(r: &'r rusqlite::Row<'_>) -> Result<Option<FactRow<'r>>, rusqlit
 }
 
 /// The rows each session holds, as the table holds them.
-fn per_session_of(conn: &Connection) -> Result<HashMap<String, u64>, StoreError> {
-    let mut per_session = HashMap::new();
+fn per_session_of(
+    conn: &Connection,
+) -> Result<HashMap<String, u64, ahash::RandomState>, StoreError> {
+    let mut per_session = HashMap::default();
     let mut stmt = conn.prepare(
         "SELECT session_id, count(*) FROM events WHERE session_id IS NOT NULL \
          GROUP BY session_id",

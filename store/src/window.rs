@@ -88,7 +88,7 @@ impl RateCount {
 /// The `ts` of every `tool.before` row each session holds, sorted.
 #[derive(Debug, Default)]
 pub struct ToolCallWindow {
-    sessions: HashMap<String, VecDeque<f64>>,
+    sessions: HashMap<String, VecDeque<f64>, ahash::RandomState>,
 }
 
 impl ToolCallWindow {
