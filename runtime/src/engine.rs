@@ -338,9 +338,15 @@ impl Engine {
     /// requests do not pay for it; `lint` calls it to prove every part
     /// builds.
     pub fn build_all(&self) -> Result<(), EngineError> {
+        self.build(true)
+    }
+
+    /// The literal automata and gates of every field, built now, and with
+    /// `verifiers` every verifier too (else each is built on first use).
+    pub fn build(&self, verifiers: bool) -> Result<(), EngineError> {
         let mut first = None;
         for s in &self.scanners {
-            if let Err(e) = s.build_all() {
+            if let Err(e) = s.build(verifiers) {
                 first.get_or_insert(e);
             }
         }

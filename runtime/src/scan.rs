@@ -386,10 +386,11 @@ impl FieldScanner {
         })
     }
 
-    /// Builds every lazily built part now (literal automata, gate,
-    /// verifiers) and returns the first that cannot be built. For warm-up
-    /// after start (so the first requests do not pay) and for checks.
-    pub fn build_all(&self) -> Result<(), ScanBuildError> {
+    /// Builds the lazily built parts now — the literal automata and the
+    /// gate, and with `verifiers` the verifiers too (else each on its first
+    /// use) — and returns the first that cannot be built. For warm-up after
+    /// start (so the first requests do not pay) and for checks.
+    pub fn build(&self, verifiers: bool) -> Result<(), ScanBuildError> {
         let mut first = None;
         let mut keep = |r: Result<(), &ScanBuildError>| {
             if let Err(e) = r {
@@ -406,9 +407,11 @@ impl FieldScanner {
             // Best effort: without it the exact gate serves all text.
             self.gate_any_text();
         }
-        for v in &self.verifiers {
-            keep(v.matcher(&self.field, &self.shared).map(|_| ()));
-            v.any_text();
+        if verifiers {
+            for v in &self.verifiers {
+                keep(v.matcher(&self.field, &self.shared).map(|_| ()));
+                v.any_text();
+            }
         }
         first.map_or(Ok(()), Err)
     }

@@ -287,7 +287,8 @@ impl DecisionService {
     /// on first use (the first evaluations are slower).
     pub fn warm_up(&self) {
         let ready = self.ready.clone();
-        rules_in_force::warm_up(self.engine(), move || {
+        let verifiers = self.settings.server.prebuild == crate::settings::Prebuild::All;
+        rules_in_force::warm_up(self.engine(), verifiers, move || {
             ready.store(true, std::sync::atomic::Ordering::Release);
         });
     }

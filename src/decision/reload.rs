@@ -133,7 +133,8 @@ impl DecisionService {
         // Readiness stays as it was: the running rules answered at full
         // speed, and these are built before they are swapped in (dynamic)
         // or on their own thread (baked).
-        super::rules_in_force::warm_up(next.engine.clone(), || {});
+        let verifiers = self.settings.server.prebuild == crate::settings::Prebuild::All;
+        super::rules_in_force::warm_up(next.engine.clone(), verifiers, || {});
         let p = next.engine.program();
         let out = Reloaded {
             previous_fingerprint: previous,

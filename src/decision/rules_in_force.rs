@@ -13,16 +13,17 @@ use std::time::Instant;
 /// still being built waits for that part only. A part that cannot be
 /// built is logged here; its atoms count as found (fail closed).
 /// `done` runs once everything is built (readiness: `GET /ready`).
-pub fn warm_up(engine: Arc<Engine>, done: impl FnOnce() + Send + 'static) {
+pub fn warm_up(engine: Arc<Engine>, verifiers: bool, done: impl FnOnce() + Send + 'static) {
     let spawned = std::thread::Builder::new()
         .name("parallax-warm-up".into())
         .spawn(move || {
             let started = Instant::now();
-            match engine.build_all() {
+            match engine.build(verifiers) {
                 Ok(()) => {
                     tracing::info!(
                         ms = started.elapsed().as_millis() as u64,
-                        "literal automata and verifiers built"
+                        verifiers,
+                        "scanners built"
                     );
                     done();
                 }

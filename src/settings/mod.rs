@@ -7,7 +7,7 @@ pub mod sections;
 pub use sections::{
     ApprovalsSettings, ApprovalsSlackSettings, BudgetLimit, BudgetsSettings, FsyncPolicy,
     McpSettings, ModelPrice, NamedUpstream, OnFull, OtherPaths, OtlpProtocol, OtlpSettings,
-    PagerDutySettings, PoisonedTools, PostgresSettings, ProxySettings, ReloadSettings,
+    PagerDutySettings, PoisonedTools, PostgresSettings, Prebuild, ProxySettings, ReloadSettings,
     ReportingSettings, ServerSettings, Settings, StoreSettings, TelemetrySettings, UpstreamApi,
     UpstreamAuth, WebhookFormat,
 };

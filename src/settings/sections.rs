@@ -143,6 +143,25 @@ pub struct ServerSettings {
     /// Every rule in monitor mode: verdicts are computed and logged, but
     /// the returned action is at most `detect`.
     pub monitor: bool,
+    /// What is built at start-up, before the server says it is ready.
+    pub prebuild: Prebuild,
+}
+
+/// [`ServerSettings::prebuild`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Prebuild {
+    /// The literal automata and gates every event goes through; each
+    /// verifier (a rule's regex, checked where its literals hit) is built
+    /// the first time an event needs it. Most verifiers never run on a
+    /// given deployment's traffic, and their compiled forms were most of
+    /// the idle memory (docs/PERFORMANCE.md, "Memory").
+    #[default]
+    Scanners,
+    /// Everything, verifiers included: the first event that needs a
+    /// verifier does not wait for it, at the cost of tens of MB held
+    /// whether or not they ever run.
+    All,
 }
 
 impl Default for ServerSettings {
@@ -161,6 +180,7 @@ impl Default for ServerSettings {
             max_string_bytes: 512 * 1024,
             fail_mode: FailMode::Closed,
             monitor: false,
+            prebuild: Prebuild::Scanners,
         }
     }
 }
