@@ -24,7 +24,7 @@
 //! deadline can never let a poisoned document through.
 
 use super::rules_in_force::RulesInForce;
-use parallax_runtime::{Action, Event, PreparedEvent, Report, RuleResult, Stage};
+use parallax_runtime::{Action, Event, PreparedEvent, Program, Report, RuleResult, Stage};
 use serde_json::Value;
 use std::time::Duration;
 
@@ -40,11 +40,22 @@ pub(super) struct Triage {
     rest: Report,
 }
 
-/// Whether an event's verdict calls for judging its documents one by one.
-pub(super) fn wanted(event: &Event, action: Action) -> bool {
+/// Whether an event's verdict calls for judging its documents one by one:
+/// a retrieval with documents that a judging rule matched (a retrieval
+/// with only a redaction, a secret in one document, is rewritten in place
+/// and costs no second look).
+pub(super) fn wanted(event: &Event, program: &Program, matched: &[u32]) -> bool {
     event.stage == Stage::RetrievalAfter
-        && action >= Action::Detect
         && event.documents.as_array().is_some_and(|d| !d.is_empty())
+        && matched.iter().any(|&r| {
+            program.rules.get(r as usize).is_some_and(|rule| {
+                !rule.monitor
+                    && matches!(
+                        rule.action,
+                        Action::Detect | Action::Approve | Action::Block
+                    )
+            })
+        })
 }
 
 /// Whether a report has a rule that judges the text (not a redaction, not

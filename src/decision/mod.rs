@@ -965,7 +965,7 @@ fn evaluate(
         let owned = verdict.to_owned_verdict();
         scratch.set_deadline(None);
         current.put_scratch(scratch);
-        let triage = documents::wanted(&prepared.event, owned.action)
+        let triage = documents::wanted(&prepared.event, current.engine.program(), &owned.matched)
             .then(|| documents::triage(&current, &prepared.event, stop))
             .flatten();
         Some((owned, request, route, triage))

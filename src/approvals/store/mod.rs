@@ -41,6 +41,16 @@ impl Status {
         }
     }
 
+    /// What a human decision resolves the call to: `allow` when approved,
+    /// `deny` otherwise (the `outcome` column).
+    pub fn outcome(self) -> &'static str {
+        if self == Status::Approved {
+            "allow"
+        } else {
+            "deny"
+        }
+    }
+
     pub fn parse(s: &str) -> Option<Status> {
         Some(match s {
             "pending" => Status::Pending,

@@ -676,11 +676,7 @@ impl ApprovalBackend for PostgresStore {
         comment: Option<&str>,
         at: f64,
     ) -> Result<bool, StoreError> {
-        let outcome = if status == Status::Approved {
-            "allow"
-        } else {
-            "deny"
-        };
+        let outcome = status.outcome();
         let (id, by, comment) = (id.to_string(), by.to_string(), comment.map(str::to_string));
         self.call(move |c| async move {
             let n = c

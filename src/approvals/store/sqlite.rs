@@ -237,11 +237,7 @@ impl ApprovalBackend for SqliteStore {
         comment: Option<&str>,
         at: f64,
     ) -> Result<bool, StoreError> {
-        let outcome = if status == Status::Approved {
-            "allow"
-        } else {
-            "deny"
-        };
+        let outcome = status.outcome();
         let n = self.conn().execute(
             "UPDATE approvals SET status = ?2, decided_by = ?3, comment = ?4, decided_at = ?5,
                  outcome = ?6
