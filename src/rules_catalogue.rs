@@ -10,7 +10,7 @@ use std::fmt::Write;
 const GUIDE: &str = include_str!("../docs/rules-guide.md");
 
 /// Known categories, in catalogue order, with their headings.
-pub const CATEGORIES: [(&str, &str); 14] = [
+pub const CATEGORIES: [(&str, &str); 15] = [
     ("prompt_injection", "Prompt injection and jailbreak"),
     ("secret_leakage", "Secret leakage"),
     ("pii", "Personal data (PII)"),
@@ -25,6 +25,7 @@ pub const CATEGORIES: [(&str, &str); 14] = [
     ("resource_abuse", "Resource abuse"),
     ("sensitive_file_writes", "Sensitive file writes"),
     ("memory_poisoning", "Memory poisoning"),
+    ("escalation", "Multi-turn escalation"),
 ];
 
 fn cell(s: &str) -> String {
