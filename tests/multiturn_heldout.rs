@@ -1,3 +1,8 @@
+//! Multi-turn escalation, opt-in in the shipped config (`disabled:` in
+//! parallax.yaml): this suite turns it on (the shipped config without that
+//! line, compiled at start-up) and runs the escalation rules' own cases
+//! with `parallax test`, then the held-out corpus.
+//!
 //! The held-out multi-turn corpus (tests/fixtures/multiturn_heldout/):
 //! each conversation's user turns replayed in order as `message.before`
 //! events of one session through the decision service (shipped rules, the
@@ -15,7 +20,62 @@ use parallax_runtime::{Action, Event};
 use serde_json::{json, Value};
 use std::path::Path;
 use std::time::Instant;
-use support::CONFIG;
+use support::{temp_dir, CONFIG};
+
+/// The shipped config with multi-turn escalation turned on: its
+/// `disabled:` line dropped, `rules_dir` made absolute.
+fn escalation_config() -> std::path::PathBuf {
+    let text = std::fs::read_to_string(CONFIG).expect("the shipped config");
+    assert!(
+        text.contains("disabled: [escalation, escalation-signals, escalation-classifier-signal]"),
+        "the shipped config no longer lists the escalation evaluators as disabled: update this suite"
+    );
+    let rules = Path::new(env!("CARGO_MANIFEST_DIR")).join("rules");
+    let text: String = text
+        .lines()
+        .filter(|l| !l.starts_with("disabled:"))
+        .map(|l| {
+            if l.starts_with("rules_dir:") {
+                format!("rules_dir: {}", rules.display())
+            } else {
+                l.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let path = temp_dir("escalation-config").join("parallax.yaml");
+    std::fs::write(&path, text).expect("write the config");
+    path
+}
+
+#[test]
+fn the_escalation_rules_pass_their_own_cases() {
+    let config = escalation_config();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_parallax"))
+        .args(["test", "-c"])
+        .arg(&config)
+        .output()
+        .expect("run parallax test");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lint = std::process::Command::new(env!("CARGO_BIN_EXE_parallax"))
+        .args(["lint", "-c"])
+        .arg(&config)
+        .output()
+        .expect("run parallax lint");
+    let listed = String::from_utf8_lossy(&lint.stdout);
+    for name in [
+        "escalation ",
+        "escalation-signals",
+        "escalation-classifier-signal",
+    ] {
+        assert!(listed.contains(name), "{name} is not in force:\n{listed}");
+    }
+}
 
 /// At least this share of attack conversations flagged (measured 0.150 on
 /// 2026-12-05, when the escalation rules first landed).
@@ -76,7 +136,8 @@ fn held_out_conversations_are_judged_over_their_turns() {
         .filter(|l| !l.trim().is_empty())
         .map(|l| serde_json::from_str(l).expect("one conversation a line"))
         .collect();
-    let loaded = parallax::backend::load(Some(Path::new(CONFIG)), false).expect("the config");
+    let config = escalation_config();
+    let loaded = parallax::backend::load(Some(&config), false).expect("the config");
     let service = DecisionService::new(loaded.engine, loaded.settings).expect("the service");
     let show = std::env::var_os("HELD_OUT_SHOW").is_some();
     let mut rates = Vec::new();
