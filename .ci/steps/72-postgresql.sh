@@ -11,17 +11,7 @@ elif ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
     pg_found=1
 fi
 if [ "$pg_found" = 0 ]; then
-    apt-get update -qq
-    had_policy=0
-    [ -e /usr/sbin/policy-rc.d ] && had_policy=1
-    if [ "$had_policy" = 0 ]; then
-        printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
-        chmod +x /usr/sbin/policy-rc.d
-    fi
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
-    if [ "$had_policy" = 0 ]; then
-        rm -f /usr/sbin/policy-rc.d
-    fi
+    apt_install_quietly postgresql
 fi
 command -v runuser >/dev/null 2>&1 || {
     echo "runuser (util-linux) is needed to run PostgreSQL as nobody" >&2

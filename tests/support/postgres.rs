@@ -94,16 +94,22 @@ impl PgCluster {
         self.dir.join("data")
     }
 
-    fn run(&self, program: &str, args: &[&str]) {
+    /// `program` of the cluster's bin directory, as nobody when the test
+    /// runs as root.
+    fn command(&self, program: &str) -> Command {
         let exe = self.bin.join(program);
-        let mut cmd = if self.as_nobody {
+        if self.as_nobody {
             let mut c = Command::new("runuser");
-            c.args(["-u", "nobody", "--"]).arg(&exe);
+            c.args(["-u", "nobody", "--"]).arg(exe);
             c
         } else {
-            Command::new(&exe)
-        };
-        let out = cmd
+            Command::new(exe)
+        }
+    }
+
+    fn run(&self, program: &str, args: &[&str]) {
+        let out = self
+            .command(program)
             .args(args)
             .env("LC_ALL", "C")
             .current_dir(&self.dir)
@@ -176,18 +182,10 @@ impl PgCluster {
 
 impl Drop for PgCluster {
     fn drop(&mut self) {
-        let data = self.data();
-        let exe = self.bin.join("pg_ctl");
-        let mut cmd = if self.as_nobody {
-            let mut c = Command::new("runuser");
-            c.args(["-u", "nobody", "--"]).arg(&exe);
-            c
-        } else {
-            Command::new(&exe)
-        };
-        let _ = cmd
+        let _ = self
+            .command("pg_ctl")
             .arg("-D")
-            .arg(&data)
+            .arg(self.data())
             .args(["-m", "immediate", "-w", "stop"])
             .output();
         let _ = std::fs::remove_dir_all(&self.dir);
