@@ -436,6 +436,20 @@ async fn model_call(
     }
     if let Some(c) = &charge {
         if let Verdict::Spent(text) = c.budgets.check(&c.session, &c.user) {
+            // The model never saw the request: the audit log says why, as
+            // it does for every other refusal (`kind: budget`).
+            if let Some(audit) = service.audit() {
+                audit.submit_record(serde_json::json!({
+                    "kind": "budget",
+                    "ts": crate::audit::record::timestamp(std::time::SystemTime::now()),
+                    "door": Door::Proxy.as_str(),
+                    "framework": inspector.origin.framework,
+                    "session_id": c.session,
+                    "user_id": c.user,
+                    "action": "block",
+                    "reason": text,
+                }));
+            }
             return blocked_reply(api, &body, &text);
         }
         // A streamed chat answer reports its usage only when asked to.

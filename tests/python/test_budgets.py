@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -125,6 +126,14 @@ def test_a_spent_session_is_blocked_before_the_model(
         assert all(r["body"]["stream_options"]["include_usage"] for r in sent), (
             "Parallax asks a streamed chat for its usage"
         )
+    # The refusal is an audit line of its own, naming the budget.
+    deadline = time.monotonic() + 10
+    while not [a for a in budgeted.audit() if a.get("kind") == "budget"]:
+        assert time.monotonic() < deadline, "no budget line in the audit log"
+        time.sleep(0.05)
+    line = [a for a in budgeted.audit() if a.get("kind") == "budget"][-1]
+    assert line["action"] == "block" and line["door"] == "proxy", line
+    assert SESSION_BUDGET in line["reason"], line
     # Another session of another user is not affected.
     other = make_openai(budgeted.url, sid())
     assert chat(other, stream) == PLAIN_REPLY
