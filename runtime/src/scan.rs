@@ -401,11 +401,18 @@ impl FieldScanner {
             keep(self.literal_set(ci).map(|_| ()));
         }
         if !self.gate_members.is_empty() {
-            keep(self.gate().map(|_| ()));
-            // Best effort, as the exact gate serves all text without it.
-            self.gate_dfa();
-            // Best effort: without it the exact gate serves all text.
-            self.gate_any_text();
+            // The DFA gate reads every ASCII text of the field: built now.
+            // The exact gate (text the DFA cannot read, or no DFA) and the
+            // any-text gate (non-ASCII text) are what the verifiers are:
+            // built now only with `verifiers`, else on first need.
+            let dfa = self.gate_dfa().is_some();
+            if verifiers || !dfa {
+                keep(self.gate().map(|_| ()));
+            }
+            if verifiers {
+                // Best effort: without it the exact gate serves all text.
+                self.gate_any_text();
+            }
         }
         if verifiers {
             for v in &self.verifiers {
