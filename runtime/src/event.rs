@@ -140,6 +140,30 @@ impl Event {
         }
     }
 
+    /// A copy without `documents` (`Null`), for judging a retrieval's
+    /// documents one at a time without copying all of them each time.
+    pub fn clone_without_documents(&self) -> Event {
+        Event {
+            stage: self.stage,
+            session_id: self.session_id.clone(),
+            channel: self.channel.clone(),
+            user_id: self.user_id.clone(),
+            timestamp: self.timestamp,
+            message_text: self.message_text.clone(),
+            tool_name: self.tool_name.clone(),
+            tool_args: self.tool_args.clone(),
+            tool_result: self.tool_result.clone(),
+            model: self.model.clone(),
+            params: self.params.clone(),
+            metadata: self.metadata.clone(),
+            response_text: self.response_text.clone(),
+            memory_key: self.memory_key.clone(),
+            memory_text: self.memory_text.clone(),
+            query: self.query.clone(),
+            documents: Value::Null,
+        }
+    }
+
     /// Parses a request body.
     pub fn from_slice(body: &[u8]) -> Result<Event, EventError> {
         let value: Value =

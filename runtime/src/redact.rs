@@ -235,7 +235,9 @@ pub fn for_each_source_mut(event: &mut Event, field: &FieldRef, f: &mut dyn FnMu
     }
 }
 
-fn each_string_mut(v: &mut Value, f: &mut dyn FnMut(&mut String)) {
+/// Calls `f` on every string of `v`, depth first, in the order
+/// [`crate::prepared::each_string`] reads them.
+pub fn each_string_mut(v: &mut Value, f: &mut dyn FnMut(&mut String)) {
     match v {
         Value::String(s) => f(s),
         Value::Array(items) => items.iter_mut().for_each(|i| each_string_mut(i, f)),

@@ -36,8 +36,17 @@ pub(super) struct Triage {
     drop: Vec<usize>,
     /// The rules each dropped document matched, reasons naming it.
     dropped: Vec<RuleResult>,
-    /// The verdict on the documents left, judged together.
+    /// The retrieval without the dropped documents.
+    kept: Event,
+    /// The verdict on `kept`.
     rest: Report,
+}
+
+/// Whether a rule with this action judges the text (a redaction only
+/// rewrites it; a rule in monitor mode enforces nothing): what drops a
+/// document.
+fn judges(action: Action, monitor: bool) -> bool {
+    !monitor && matches!(action, Action::Detect | Action::Approve | Action::Block)
 }
 
 /// Whether an event's verdict calls for judging its documents one by one:
@@ -48,28 +57,25 @@ pub(super) fn wanted(event: &Event, program: &Program, matched: &[u32]) -> bool 
     event.stage == Stage::RetrievalAfter
         && event.documents.as_array().is_some_and(|d| !d.is_empty())
         && matched.iter().any(|&r| {
-            program.rules.get(r as usize).is_some_and(|rule| {
-                !rule.monitor
-                    && matches!(
-                        rule.action,
-                        Action::Detect | Action::Approve | Action::Block
-                    )
-            })
+            program
+                .rules
+                .get(r as usize)
+                .is_some_and(|rule| judges(rule.action, rule.monitor))
         })
 }
 
-/// Whether a report has a rule that judges the text (not a redaction, not
-/// in monitor mode): what drops a document.
+/// Whether a report has a rule that judges the text.
 pub(super) fn flags(report: &Report) -> bool {
-    report
-        .results
-        .iter()
-        .any(|r| !r.monitor && matches!(r.action, Action::Detect | Action::Approve | Action::Block))
+    report.results.iter().any(|r| judges(r.action, r.monitor))
 }
 
 /// Judges each document of `event` alone, then the rest together; `None`
 /// when the whole verdict must stand (nothing droppable, the rest still
-/// stops, or the deadline passed).
+/// flagged, or the deadline passed).
+///
+/// Each document is judged in a copy of the event without its documents
+/// (and without the query, which concerns them all): copying the whole
+/// retrieval per document would make the work quadratic in its size.
 pub(super) fn triage(
     current: &RulesInForce,
     event: &Event,
@@ -88,55 +94,60 @@ pub(super) fn triage(
         let verdict = scratch.verdict();
         Some(Report::build(engine, &prepared, &verdict, Duration::ZERO))
     };
-    let mut drop = Vec::new();
+    let mut bare = event.clone_without_documents();
+    bare.query = None;
+    let mut keep = vec![true; docs.len()];
     let mut dropped = Vec::new();
-    let mut outcome = Some(());
+    let mut timed_out = false;
     for (i, doc) in docs.iter().enumerate() {
-        let mut one = event.clone();
-        one.query = None;
+        let mut one = bare.clone();
         one.documents = Value::Array(vec![doc.clone()]);
         let Some(report) = judge(one) else {
-            outcome = None;
+            timed_out = true;
             break;
         };
         if flags(&report) {
-            drop.push(i);
+            keep[i] = false;
             for mut r in report.results {
                 r.reason = format!("document {i} dropped: {}", r.reason);
                 dropped.push(r);
             }
         }
     }
-    let rest = match (outcome, drop.is_empty()) {
-        (Some(()), false) => {
-            let mut rest = event.clone();
-            rest.documents = Value::Array(
+    let drop: Vec<usize> = (0..docs.len()).filter(|&i| !keep[i]).collect();
+    let judged = (!timed_out && !drop.is_empty())
+        .then(|| {
+            let mut kept = event.clone_without_documents();
+            kept.documents = Value::Array(
                 docs.iter()
-                    .enumerate()
-                    .filter(|(i, _)| !drop.contains(i))
-                    .map(|(_, d)| d.clone())
+                    .zip(&keep)
+                    .filter(|(_, k)| **k)
+                    .map(|(d, _)| d.clone())
                     .collect(),
             );
-            judge(rest).filter(|r| !flags(r))
-        }
-        _ => None,
-    };
+            let rest = judge(kept.clone()).filter(|r| !flags(r))?;
+            Some((kept, rest))
+        })
+        .flatten();
     scratch.set_deadline(None);
     current.put_scratch(scratch);
+    let (kept, rest) = judged?;
     Some(Triage {
         drop,
         dropped,
-        rest: rest?,
+        kept,
+        rest,
     })
 }
 
 impl Triage {
     /// The answer with the dropped documents taken out: the rest's verdict,
     /// at least `redact`, the dropped documents' rules first.
-    pub(super) fn apply(self, event: &Event, elapsed: Duration) -> Report {
+    pub(super) fn apply(self, elapsed: Duration) -> Report {
         let Triage {
             drop,
             dropped,
+            kept,
             rest,
         } = self;
         let mut results = dropped;
@@ -145,18 +156,7 @@ impl Triage {
             .iter()
             .map(|r| format!("{}: {}", r.rule_id, r.reason))
             .collect();
-        let redacted_event = rest.redacted_event.unwrap_or_else(|| {
-            let mut kept = event.clone();
-            if let Value::Array(docs) = &mut kept.documents {
-                let mut i = 0;
-                docs.retain(|_| {
-                    let keep = !drop.contains(&i);
-                    i += 1;
-                    keep
-                });
-            }
-            kept.to_value()
-        });
+        let redacted_event = rest.redacted_event.unwrap_or_else(|| kept.to_value());
         Report {
             action: rest.action.max(Action::Redact),
             blocked: false,

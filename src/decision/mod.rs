@@ -538,24 +538,20 @@ impl DecisionService {
                     let verdict = owned.verdict();
                     Report::decide(engine, &prepared, &verdict, &conclusion, started.elapsed())
                 }));
-                match built {
+                match (built, triage) {
                     // The documents' verdicts stand for the compiled rules
                     // only: a late (SQL) rule's match or a failure keeps
                     // the whole verdict.
-                    Ok(report)
+                    (Ok(report), Some(t))
                         if documents::flags(&report)
                             && !monitor
                             && late.is_empty()
-                            && report.failure.is_none()
-                            && triage.is_some() =>
+                            && report.failure.is_none() =>
                     {
-                        match triage {
-                            Some(t) => t.apply(&prepared.event, started.elapsed()),
-                            None => report,
-                        }
+                        t.apply(started.elapsed())
                     }
-                    Ok(report) => report,
-                    Err(panic) => self.failed("internal", panic_message(panic), started),
+                    (Ok(report), _) => report,
+                    (Err(panic), _) => self.failed("internal", panic_message(panic), started),
                 }
             }
             (_, panicked) => self.failed(

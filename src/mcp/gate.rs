@@ -21,6 +21,8 @@ use super::jsonrpc::{id_key, Kind, Message};
 use super::memory;
 use crate::decision::{DecisionService, Door, Origin};
 use crate::settings::PoisonedTools;
+use parallax_runtime::prepared::each_string;
+use parallax_runtime::redact::each_string_mut;
 use parallax_runtime::{Event, FailMode, Report};
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
@@ -314,14 +316,13 @@ impl Gate {
                 "metadata": {"mcp": {"method": "tools/call", "tool": name}},
             })
         };
-        let whole = memory::texts(args).join("\n");
-        match self.decide(event(whole), &what).await {
+        let mut leaves = Vec::new();
+        each_string(args, &mut |s| leaves.push(s.to_string()));
+        match self.decide(event(leaves.join("\n")), &what).await {
             Decision::Pass => MemoryOutcome::Stored,
             Decision::Refuse(text) => MemoryOutcome::Refused(text),
             Decision::Redact(_) | Decision::Drop { .. } => {
                 let mut new_args = args.clone();
-                let mut leaves = Vec::new();
-                memory::leaves_mut(&mut new_args, &mut |s| leaves.push(s.clone()));
                 let mut rewritten = Vec::with_capacity(leaves.len());
                 for leaf in leaves {
                     rewritten.push(match self.decide(event(leaf.clone()), &what).await {
@@ -334,7 +335,7 @@ impl Gate {
                     });
                 }
                 let mut next = rewritten.into_iter();
-                memory::leaves_mut(&mut new_args, &mut |s| {
+                each_string_mut(&mut new_args, &mut |s| {
                     if let Some(r) = next.next() {
                         *s = r;
                     }
@@ -454,11 +455,17 @@ impl Gate {
             json!({"uri": c.get("uri").cloned().unwrap_or(json!("")), "mimeType": "text/plain",
                    "text": text})
         };
+        let mut is_dropped = vec![false; contents.len()];
+        for &i in &dropped {
+            if let Some(d) = is_dropped.get_mut(i) {
+                *d = true;
+            }
+        }
         let rewritten: Vec<Value> = contents
             .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                if dropped.contains(&i) {
+            .zip(&is_dropped)
+            .map(|(c, &gone)| {
+                if gone {
                     return withheld(
                         c,
                         format!("Parallax withheld this part of the resource: {why}"),

@@ -8,9 +8,10 @@
 //! `create_entities` and `add_observations` of the reference knowledge-graph
 //! server, `add_memory`/`add-memory`/`store_memory` of the memory layers,
 //! `saveNote`, `remember` — or is listed in `mcp.memory_tools`. Reading
-//! tools (`search_nodes`, `read_graph`) and deletions are not writes.
-
-use serde_json::Value;
+//! tools (`search_nodes`, `read_graph`) and deletions are not writes. The
+//! text judged is every string of the arguments, walked by
+//! `parallax_runtime::prepared::each_string` (and rewritten in the same
+//! order by `parallax_runtime::redact::each_string_mut`).
 
 /// Verbs that store (a word of the tool's name).
 const WRITE_VERBS: [&str; 13] = [
@@ -74,30 +75,9 @@ pub fn is_memory_write(tool: &str, configured: &[String]) -> bool {
         && w.iter().any(|x| MEMORY_NOUNS.contains(&x.as_str()))
 }
 
-/// Every string of a call's arguments, depth first (object members in
-/// key order), the text a memory write stores.
-pub fn texts(args: &Value) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut copy = args.clone();
-    leaves_mut(&mut copy, &mut |s| out.push(s.clone()));
-    out
-}
-
-/// Calls `f` on every string of `v`, depth first, in a fixed order (the
-/// same for two walks of the same value).
-pub fn leaves_mut(v: &mut Value, f: &mut dyn FnMut(&mut String)) {
-    match v {
-        Value::String(s) => f(s),
-        Value::Array(items) => items.iter_mut().for_each(|i| leaves_mut(i, f)),
-        Value::Object(map) => map.values_mut().for_each(|i| leaves_mut(i, f)),
-        _ => {}
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
     fn memory_writes_by_name() {
@@ -125,14 +105,5 @@ mod tests {
             assert!(!is_memory_write(t, &[]), "{t}");
         }
         assert!(is_memory_write("kb_put", &["kb_put".to_string()]));
-    }
-
-    #[test]
-    fn texts_and_leaves_agree() {
-        let mut v = json!({"observations": [{"entityName": "Ana", "contents": ["a", "b"]}]});
-        // Object members in key order (`contents` before `entityName`).
-        assert_eq!(texts(&v), ["a", "b", "Ana"]);
-        leaves_mut(&mut v, &mut |s| s.push('!'));
-        assert_eq!(texts(&v), ["a!", "b!", "Ana!"]);
     }
 }
