@@ -143,26 +143,34 @@ impl History {
             Ok(rows) => rows,
             Err(e) => return Some(Err(e.to_string())),
         };
+        // Rows come ordered by time: each time's sample is the running
+        // total once its last row is in (taken when the next time starts,
+        // and after the last row).
         let mut samples: Vec<Sample> = Vec::new();
         let mut running: BTreeMap<String, u64> = BTreeMap::new();
+        let mut open: Option<f64> = None;
         for (at, rule, n) in rows {
-            if samples.last().is_none_or(|s| s.at != at) {
-                if samples.is_empty() {
+            if open != Some(at) {
+                match open {
+                    Some(t) => samples.push(Sample {
+                        at: t,
+                        hits: running.clone(),
+                    }),
                     // The history's start: nothing counted yet.
-                    samples.push(Sample {
+                    None => samples.push(Sample {
                         at: at - SAMPLE_EVERY.as_secs_f64(),
                         hits: BTreeMap::new(),
-                    });
+                    }),
                 }
-                samples.push(Sample {
-                    at,
-                    hits: running.clone(),
-                });
+                open = Some(at);
             }
             *running.entry(rule).or_insert(0) += n;
-            if let Some(s) = samples.last_mut() {
-                s.hits = running.clone();
-            }
+        }
+        if let Some(t) = open {
+            samples.push(Sample {
+                at: t,
+                hits: running.clone(),
+            });
         }
         let mut now = Sample {
             at: current.at,

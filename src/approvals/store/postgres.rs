@@ -32,7 +32,6 @@ use super::{
 use crate::settings::PostgresSettings;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, Notify};
@@ -326,7 +325,8 @@ struct Pool {
     tls: tokio_postgres_rustls::MakeRustlsConnect,
     size: usize,
     clients: Vec<Arc<Client>>,
-    next: AtomicUsize,
+    /// The connection the next job gets (round robin).
+    next: usize,
     last_attempt: Option<Instant>,
     last_error: String,
     changed: Arc<Notify>,
@@ -364,7 +364,8 @@ impl Pool {
                 }
             }
         }
-        let i = self.next.fetch_add(1, Relaxed) % self.clients.len();
+        let i = self.next % self.clients.len();
+        self.next = self.next.wrapping_add(1);
         Ok(self.clients[i].clone())
     }
 
@@ -425,7 +426,7 @@ async fn serve(
         tls,
         size,
         clients: Vec::new(),
-        next: AtomicUsize::new(0),
+        next: 0,
         last_attempt: None,
         last_error: String::new(),
         changed,
