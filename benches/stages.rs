@@ -7,10 +7,17 @@
 //! - `retrieval_8x1k_drop`: the same with planted instructions in one
 //!   document (redact, `drop_documents: [3]`): the flagged retrieval is
 //!   scanned again document by document and once more without the dropped
-//!   one, the path only a matching retrieval takes.
+//!   one, the path only a matching retrieval takes;
+//! - `schema_edit`: an `Edit` call whose arguments a schema rule validates
+//!   (`rules/schema/`, conforming: allow);
+//! - `schema_outside`: the same call with a `..` path (detect, the reason
+//!   naming the violation: the path only a violation takes);
+//! - `schema_unnamed`: a call of a tool no schema names (`Glob`): the tool
+//!   atom misses, nothing is validated.
 //!
 //! Criterion groups, then our own loop for the budgets `memory-1k-p50`,
-//! `retrieval-8k-p50` and `retrieval-8k-drop-p50` (benches/budgets.toml).
+//! `retrieval-8k-p50`, `retrieval-8k-drop-p50`, `schema-call-p50` and
+//! `schema-violation-p50` (benches/budgets.toml).
 //!
 //! Run: `cargo bench --bench stages`.
 
@@ -83,6 +90,26 @@ fn cases() -> Vec<Case> {
                           "query": "when do refunds arrive", "documents": poisoned}),
             expect: "redact",
         },
+        Case {
+            name: "schema_edit",
+            event: json!({"stage": "tool.before", "session_id": "bench", "tool_name": "Edit",
+                          "tool_args": {"file_path": "/home/dev/shop/src/orders/refund.py",
+                                        "old_string": "days = 30", "new_string": "days = 31"}}),
+            expect: "allow",
+        },
+        Case {
+            name: "schema_outside",
+            event: json!({"stage": "tool.before", "session_id": "bench", "tool_name": "Edit",
+                          "tool_args": {"file_path": "/home/dev/shop/../shop/src/orders/refund.py",
+                                        "old_string": "days = 30", "new_string": "days = 31"}}),
+            expect: "detect",
+        },
+        Case {
+            name: "schema_unnamed",
+            event: json!({"stage": "tool.before", "session_id": "bench", "tool_name": "Glob",
+                          "tool_args": {"pattern": "src/**/*.py"}}),
+            expect: "allow",
+        },
     ]
 }
 
@@ -145,4 +172,10 @@ fn main() {
     budgets.check("memory-1k-p50", p50[0] / 1000.0);
     budgets.check("retrieval-8k-p50", p50[1] / 1000.0);
     budgets.check("retrieval-8k-drop-p50", p50[2] / 1000.0);
+    budgets.check("schema-call-p50", p50[3] / 1000.0);
+    budgets.check("schema-violation-p50", p50[4] / 1000.0);
+    println!(
+        "schema validation, named vs unnamed tool: {} more at the median",
+        fmt_ns(p50[3] - p50[5])
+    );
 }

@@ -10,7 +10,7 @@ use std::fmt::Write;
 const GUIDE: &str = include_str!("../docs/rules-guide.md");
 
 /// Known categories, in catalogue order, with their headings.
-pub const CATEGORIES: [(&str, &str); 15] = [
+pub const CATEGORIES: [(&str, &str); 16] = [
     ("prompt_injection", "Prompt injection and jailbreak"),
     ("secret_leakage", "Secret leakage"),
     ("pii", "Personal data (PII)"),
@@ -26,6 +26,7 @@ pub const CATEGORIES: [(&str, &str); 15] = [
     ("sensitive_file_writes", "Sensitive file writes"),
     ("memory_poisoning", "Memory poisoning"),
     ("escalation", "Multi-turn escalation"),
+    ("tool_arguments", "Tool arguments outside their schema"),
 ];
 
 fn cell(s: &str) -> String {

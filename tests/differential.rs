@@ -323,3 +323,82 @@ fn random_events_agree_on_classifier_rules() {
     }
     assert!(hits > 100 && misses > 100, "{hits} fired, {misses} did not");
 }
+
+/// The shipped schema rules (`rules/schema/`): the check called from
+/// generated code against the interpreter's, over calls of the tools the
+/// rules name (and tools they do not), each argument of every JSON type,
+/// inside and outside the schemas.
+#[test]
+fn random_events_agree_on_schema_rules() {
+    let (baked, dynamic) = engines();
+    let tools = [
+        "Read",
+        "Write",
+        "Edit",
+        "NotebookEdit",
+        "Bash",
+        "WebFetch",
+        "mcp__fetch__fetch",
+        "mcp__web__fetch_url",
+        "ReadFile",
+        "shell",
+    ];
+    let paths = [
+        json!("/home/u/app/src/main.rs"),
+        json!("/home/u/app/../../../etc/shadow"),
+        json!("relative/file.txt"),
+        json!("C:\\Users\\u\\app\\x.py"),
+        json!("/srv/a\u{0007}b"),
+        json!(12),
+        json!(["/etc/hosts"]),
+    ];
+    let urls = [
+        json!("https://docs.example.com/a"),
+        json!("file:///etc/passwd"),
+        json!("gopher://127.0.0.1:6379/_x"),
+        json!("HTTP://example.com"),
+        json!(null),
+    ];
+    let commands = [
+        json!("cargo test"),
+        json!(["rm", "-rf", "/tmp/x"]),
+        json!(7),
+        json!({"argv": ["ls"]}),
+    ];
+    let numbers = [json!(1000), json!(-1), json!(900_000_000), json!("60000")];
+    let flags = [json!(true), json!(false), json!("yes")];
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut hits = 0;
+    for i in 0..3000 {
+        let tool = rng.pick(&tools);
+        let mut args = serde_json::Map::new();
+        let mut maybe = |rng: &mut Rng, key: &str, values: &[Value]| {
+            if rng.next().is_multiple_of(2) {
+                let v = values[(rng.next() % values.len() as u64) as usize].clone();
+                args.insert(key.into(), v);
+            }
+        };
+        maybe(&mut rng, "file_path", &paths);
+        maybe(&mut rng, "url", &urls);
+        maybe(&mut rng, "command", &commands);
+        maybe(&mut rng, "timeout", &numbers);
+        maybe(&mut rng, "run_in_background", &flags);
+        maybe(&mut rng, "dangerouslyDisableSandbox", &flags);
+        let tool_args = match rng.next() % 12 {
+            0 => json!("bare string"),
+            1 => Value::Null,
+            _ => Value::Object(args),
+        };
+        let event = json!({"stage": "tool.before", "tool_name": tool, "tool_args": tool_args});
+        let b = verdict(&baked, &event);
+        assert_eq!(b, verdict(&dynamic, &event), "event {i}: {event}");
+        if b["results"].as_array().is_some_and(|r| {
+            r.iter()
+                .any(|x| x["rule_id"].as_str().unwrap_or("").starts_with("schema-"))
+        }) {
+            hits += 1;
+        }
+    }
+    // The generator must make the schema rules fire often, or it proves little.
+    assert!(hits > 300, "only {hits} events matched a schema rule");
+}

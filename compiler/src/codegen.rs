@@ -63,6 +63,9 @@ fn check_tokens(index: u32, check: &Check) -> TokenStream {
                 #cased
             ))
         }
+        // The schema's validator is built at start-up, not in generated
+        // code: the check itself holds it.
+        CheckOp::Schema(_) => quote!(i.checks[#n].eval(i.event)),
     }
 }
 

@@ -27,6 +27,7 @@ pub mod plan;
 pub mod policy;
 pub mod regex_check;
 pub mod relax;
+pub mod schema;
 pub mod sigma;
 pub mod source;
 pub mod source_digest;

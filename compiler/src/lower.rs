@@ -12,7 +12,7 @@ use crate::regex_check::check_regex;
 use crate::sigma::{self, mapping::SigmaContext};
 use crate::source::{
     CelRule, ClassifierRule, Common, MatchMode, PatternRule, PatternSpec, PolicyRule, RegexRule,
-    RuleMode, SqlRule,
+    RuleMode, SchemaRule, SqlRule,
 };
 use crate::stages::default_stages;
 use crate::yaml;
@@ -274,6 +274,11 @@ fn lower_rule(
                 rule.category = l.tag_category.map(str::to_string);
             }
             return Ok(Some(rule));
+        }
+        EngineKind::Schema => {
+            let r: SchemaRule = yaml::from_value(value).map_err(err)?;
+            let p = crate::schema::lower(&r, table).map_err(err)?;
+            (r.common(), p)
         }
         EngineKind::Sql => {
             let r: SqlRule = yaml::from_value(value).map_err(err)?;

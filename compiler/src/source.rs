@@ -217,6 +217,38 @@ rule_source! {
 }
 
 rule_source! {
+    /// `rules/schema/*.yaml`: the JSON Schema a tool's arguments must
+    /// conform to (`crate::schema`).
+    pub struct SchemaRule {
+        /// The tool names it applies to: exact names or globs (`*` any
+        /// run of characters, `?` one), one or a list.
+        pub tool: ToolNames,
+        /// The schema (draft 2020-12 unless its `$schema` says otherwise).
+        pub schema: serde_json::Value,
+        /// Where in the event the arguments are: `tool_args` (the default)
+        /// or a path below it.
+        pub field: Option<String>,
+    }
+}
+
+/// One tool name or glob, or a list of them.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum ToolNames {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl ToolNames {
+    pub fn as_slice(&self) -> &[String] {
+        match self {
+            ToolNames::One(s) => std::slice::from_ref(s),
+            ToolNames::Many(v) => v,
+        }
+    }
+}
+
+rule_source! {
     /// A `policy` engine rule, generated from a parlok policy file
     /// (`crate::policy`): it matches when `expr` holds and none of
     /// `unless` (the file's earlier policies) does.

@@ -22,6 +22,8 @@ pub fn default_stages(engine: EngineKind) -> Vec<Stage> {
         // category: <stage>}` narrows a rule to exactly one stage.
         EngineKind::Sigma => vec![Stage::ToolBefore, Stage::ToolAfter],
         EngineKind::Sql => vec![Stage::ToolBefore],
+        // Arguments exist only on the call.
+        EngineKind::Schema => vec![Stage::ToolBefore],
         // Each ATR rule runs at the stages of the fields it reads.
         EngineKind::Atr => Vec::new(),
     }

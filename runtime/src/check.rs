@@ -9,6 +9,7 @@
 //! ([`num`], [`cidr`], …) with the operation's constants inlined. Both read
 //! the prepared event in place: no check allocates.
 
+use crate::arg_schema::ArgSchema;
 use crate::event::Event;
 use crate::field::FieldRef;
 use crate::prepared::PreparedEvent;
@@ -42,6 +43,9 @@ pub enum CheckOp {
         mode: TextMode,
         cased: bool,
     },
+    /// The field's value (the whole JSON at the path, not its leaves) is
+    /// outside this JSON Schema (the `schema` engine).
+    Schema(ArgSchema),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -85,6 +89,16 @@ impl Check {
             CheckOp::Bool(b) => boolean(event, f, *b),
             CheckOp::Cidr { v6, net, prefix } => cidr(event, f, *v6, *net, *prefix),
             CheckOp::FieldRef { other, mode, cased } => fieldref(event, f, other, *mode, *cased),
+            CheckOp::Schema(schema) => outside_schema(event, f, schema),
+        }
+    }
+
+    /// Why the event is outside this check's schema, for a schema check
+    /// that holds; `None` for other checks.
+    pub fn explain(&self, event: &PreparedEvent) -> Option<String> {
+        match &self.op {
+            CheckOp::Schema(schema) => schema.explain(value_at(event, &self.field)),
+            _ => None,
         }
     }
 
@@ -95,6 +109,51 @@ impl Check {
             CheckOp::FieldRef { other, .. } => other,
             _ => &self.field,
         }
+    }
+}
+
+/// The whole value at `field` (`null` when the event has none there), for
+/// conditions on a JSON document rather than on its leaves. A path segment
+/// that is a number indexes an array.
+pub fn value_at<'e>(event: &'e PreparedEvent, field: &FieldRef) -> &'e Value {
+    const NULL: &Value = &Value::Null;
+    let FieldRef::Json { root, path } = field else {
+        return NULL;
+    };
+    let mut v = event.event.json_root(*root);
+    for seg in path {
+        v = match v {
+            Value::Object(m) => m.get(seg.as_str()).unwrap_or(NULL),
+            Value::Array(items) => seg
+                .parse::<usize>()
+                .ok()
+                .and_then(|i| items.get(i))
+                .unwrap_or(NULL),
+            _ => NULL,
+        };
+    }
+    v
+}
+
+/// `schema` rules: the value at `field` does not conform to `schema`.
+pub fn outside_schema(event: &PreparedEvent, field: &FieldRef, schema: &ArgSchema) -> bool {
+    !schema.conforms(value_at(event, field))
+}
+
+/// What a matched rule's `match` and reason show when it holds because
+/// arguments are outside a schema: each violation's place in the
+/// arguments and in the schema (`None` for a rule without a schema check,
+/// or one only under a negation).
+pub fn schema_evidence(
+    checks: &[Check],
+    predicate: &crate::Predicate,
+    event: &PreparedEvent,
+) -> Option<String> {
+    use crate::Predicate as P;
+    match predicate {
+        P::Check(c) => checks.get(*c as usize)?.explain(event),
+        P::And(ps) | P::Or(ps) => ps.iter().find_map(|p| schema_evidence(checks, p, event)),
+        P::Not(_) | P::Const(_) | P::Atom(_) | P::Cel { .. } => None,
     }
 }
 

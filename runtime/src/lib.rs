@@ -8,6 +8,7 @@
 //! YAML parser.
 
 pub mod action;
+pub mod arg_schema;
 pub mod bitset;
 pub mod candidates;
 pub mod cel;

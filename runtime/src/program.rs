@@ -36,6 +36,10 @@ pub enum EngineKind {
     /// (`<rules_dir>/classifier/*.yaml`), lowered to a CEL predicate
     /// calling `injection_score`.
     Classifier,
+    /// Tool-argument JSON Schemas (`<rules_dir>/schema/*.yaml`): a tool
+    /// whose name matches the rule's globs, called with arguments outside
+    /// its schema (a [`crate::CheckOp::Schema`] check).
+    Schema,
     // Other engines go above this line: `Sql` stays LAST.
     /// Temporal rules: SQL queries over the side-store of recent events
     /// (crate parallax-store). Last in the chain because they cost the most;
@@ -44,7 +48,7 @@ pub enum EngineKind {
 }
 
 impl EngineKind {
-    pub const ALL: [EngineKind; 8] = [
+    pub const ALL: [EngineKind; 9] = [
         EngineKind::Regex,
         EngineKind::Pattern,
         EngineKind::Cel,
@@ -52,6 +56,7 @@ impl EngineKind {
         EngineKind::Atr,
         EngineKind::Policy,
         EngineKind::Classifier,
+        EngineKind::Schema,
         EngineKind::Sql,
     ];
 
@@ -64,6 +69,7 @@ impl EngineKind {
             EngineKind::Atr => "atr",
             EngineKind::Policy => "policy",
             EngineKind::Classifier => "classifier",
+            EngineKind::Schema => "schema",
             EngineKind::Sql => "sql",
         }
     }

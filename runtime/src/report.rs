@@ -164,6 +164,18 @@ impl Report {
                 continue;
             }
             tally.add(rule.action, rule.monitor);
+            let outside_schema = program
+                .evaluators
+                .get(rule.evaluator as usize)
+                .is_some_and(|e| e.engine == crate::EngineKind::Schema)
+                .then(|| crate::check::schema_evidence(&program.checks, &rule.predicate, event))
+                .flatten();
+            if let Some(why) = outside_schema {
+                let mut result = rule_result(engine, r, Some(why.clone()), None);
+                result.reason = format!("{}: {why}", result.reason);
+                results.push(result);
+                continue;
+            }
             let matched = if rule.action == Action::Redact {
                 Some(REDACTED.to_string())
             } else {

@@ -2,6 +2,7 @@
 //! transports (docs/MCP.md).
 
 use super::{fail, init_logging};
+use crate::audit::AuditLog;
 use crate::backend;
 use crate::decision::DecisionService;
 use crate::mcp::gate::Gate;
@@ -79,7 +80,20 @@ fn service(config: Option<PathBuf>) -> Result<Arc<DecisionService>, String> {
             settings.server.auth_token = Some(token);
         }
     }
-    let service = DecisionService::new(loaded.engine, settings).map_err(|e| e.to_string())?;
+    let mut service =
+        DecisionService::new(loaded.engine, settings.clone()).map_err(|e| e.to_string())?;
+    // The gateway's decisions (door `mcp`) and its own refusals go to the
+    // audit log as `serve`'s do; several wrapped servers may share one file
+    // (each line is one append).
+    if let Some(path) = &settings.reporting.log_file {
+        let audit = AuditLog::start(
+            std::path::Path::new(path),
+            &settings.reporting,
+            crate::metrics::Metrics::new(),
+        )
+        .map_err(|e| e.to_string())?;
+        service = service.with_audit(audit);
+    }
     Ok(Arc::new(service))
 }
 
@@ -123,10 +137,13 @@ fn wrap(
                     .unwrap_or_default()
             )
         })?;
-        let gate = Arc::new(Gate::new(service, session, name.as_deref()));
-        stdio::run(gate, child)
+        let gate = Arc::new(Gate::new(service.clone(), session, name.as_deref()));
+        let status = stdio::run(gate, child)
             .await
-            .map_err(|e| format!("the MCP relay failed: {e}"))
+            .map_err(|e| format!("the MCP relay failed: {e}"));
+        // What was decided reaches the audit log before the process ends.
+        service.close().await;
+        status
     });
     // Reading stdin happens on a blocking thread that cannot be cancelled:
     // do not wait for it.
@@ -167,7 +184,7 @@ fn proxy(
         Err(e) => return fail(e),
     };
     let result: Result<(), String> = rt.block_on(async {
-        let proxy = McpProxy::new(service, endpoint, name)?;
+        let proxy = McpProxy::new(service.clone(), endpoint, name)?;
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
             .await
             .map_err(|e| format!("cannot listen on 127.0.0.1:{port}: {e}"))?;
@@ -181,10 +198,16 @@ fn proxy(
                 ""
             }
         );
+        let mut terminate =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+                .map_err(|e| format!("cannot listen for SIGTERM: {e}"))?;
         tokio::select! {
             _ = crate::mcp::http::serve(listener, Arc::new(proxy)) => {}
             _ = tokio::signal::ctrl_c() => {}
+            _ = terminate.recv() => {}
         }
+        // What was decided reaches the audit log before the process ends.
+        service.close().await;
         Ok(())
     });
     match result {

@@ -21,6 +21,7 @@ use super::jsonrpc::{id_key, Kind, Message};
 use super::memory;
 use crate::decision::{DecisionService, Door, Origin};
 use crate::settings::PoisonedTools;
+use parallax_runtime::arg_schema::ArgSchema;
 use parallax_runtime::prepared::each_string;
 use parallax_runtime::redact::each_string_mut;
 use parallax_runtime::{Event, FailMode, Report};
@@ -71,6 +72,9 @@ struct State {
     tools: HashMap<String, (Value, Value)>,
     /// Tools withheld from the client, and why.
     withheld: HashMap<String, String>,
+    /// Each tool's first-listed `inputSchema`, as a validator built on the
+    /// first call that needs it (`mcp.enforce_input_schema`).
+    schemas: HashMap<String, ArgSchema>,
 }
 
 /// One MCP session's gate.
@@ -261,6 +265,9 @@ impl Gate {
                 params,
                 &format!("Parallax withheld the MCP tool {name}: {why}. It was not called."),
             ));
+        }
+        if let Some(refused) = self.outside_input_schema(&tool, &name, &args) {
+            return Verdict::Answer(refusal(id, params, &refused));
         }
         let what = format!("MCP tool call {name}");
         let event = json!({
@@ -573,6 +580,47 @@ impl Gate {
         Verdict::Rewrite(Value::Object(body))
     }
 
+    /// `mcp.enforce_input_schema`: the refusal's text when `args` are
+    /// outside the input schema `tool` was first listed with. Recorded in
+    /// the audit log (`kind: mcp_input_schema`) whatever happens; in
+    /// server-wide monitor mode the call goes on. A tool never listed, or
+    /// listed without a schema, has nothing to enforce; a schema that
+    /// cannot be built is the server's error, logged, and not enforced
+    /// (refusing every call would only break the tool).
+    fn outside_input_schema(&self, tool: &str, name: &str, args: &Value) -> Option<String> {
+        if !self.service.settings.mcp.enforce_input_schema {
+            return None;
+        }
+        let schema = self.state().schemas.get(tool).cloned()?;
+        if let Some(e) = schema.build_error() {
+            tracing::warn!(tool = %name, error = %e, "an MCP server's inputSchema cannot be enforced");
+            return None;
+        }
+        if schema.conforms(args) {
+            return None;
+        }
+        let why = schema.explain(args)?;
+        let monitor = self.service.settings.server.monitor;
+        let reason =
+            format!("its arguments are outside the input schema the server declared: {why}");
+        tracing::warn!(tool = %name, reason = %reason, monitor, "MCP tool call outside its input schema");
+        if let Some(audit) = self.service.audit() {
+            audit.submit_record(json!({
+                "kind": "mcp_input_schema",
+                "ts": crate::audit::record::timestamp(std::time::SystemTime::now()),
+                "door": Door::Mcp.as_str(),
+                "framework": self.state().framework.clone(),
+                "session_id": self.session,
+                "tool_name": name,
+                "action": if monitor { "detect" } else { "block" },
+                "reason": reason,
+            }));
+        }
+        (!monitor).then(|| {
+            format!("Parallax refused the MCP tool call {name}: {reason}. It was not called.")
+        })
+    }
+
     /// Why `tool` is a rug-pull: its description or input schema differs
     /// from the first list of this session.
     fn rug_pull(&self, bare: &str, tool: &Value) -> Option<String> {
@@ -583,6 +631,11 @@ impl Gate {
         let mut state = self.state();
         match state.tools.get(bare) {
             None => {
+                if now.1.is_object() || now.1.is_boolean() {
+                    state
+                        .schemas
+                        .insert(bare.to_string(), ArgSchema::new(now.1.clone()));
+                }
                 state.tools.insert(bare.to_string(), now);
                 None
             }

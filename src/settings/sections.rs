@@ -584,6 +584,10 @@ pub struct McpSettings {
     /// prefix) whose calls are memory writes, judged at `memory.before`
     /// as well, beside the ones recognised by name (`src/mcp/memory.rs`).
     pub memory_tools: Vec<String>,
+    /// Refuse a `tools/call` whose arguments are outside the `inputSchema`
+    /// the server gave the tool in its first `tools/list` of the session
+    /// (a later, changed schema is a rug-pull and never loosens this).
+    pub enforce_input_schema: bool,
 }
 
 /// [`McpSettings::poisoned_tools`].
@@ -603,6 +607,7 @@ impl Default for McpSettings {
             poisoned_tools: PoisonedTools::Remove,
             max_message_bytes: 64 * 1024 * 1024,
             memory_tools: Vec::new(),
+            enforce_input_schema: false,
         }
     }
 }

@@ -169,6 +169,41 @@ async def test_stdio_rug_pull_is_detected(mode: str) -> None:
 
 
 @pytest.mark.parametrize("mode", MODES)
+async def test_stdio_arguments_outside_the_input_schema_are_refused(
+    mode: str, tmp_path: Path
+) -> None:
+    log = tmp_path / "audit.jsonl"
+    cfg = config_with(tmp_path, "  enforce_input_schema: true\n")
+    cfg.write_text(cfg.read_text().replace("log_file: null", f"log_file: {log}", 1))
+    async with client(wrapped(config=cfg), mode) as c:
+        await c.list_tools()
+        r = await c.call_tool("big", {"size": "a-secret-looking-value"})
+        assert r.is_error
+        text = text_of(r)
+        assert "Parallax refused the MCP tool call mcp__probe__big" in text
+        assert "/size" in text and "/properties/size" in text
+        assert "a-secret-looking-value" not in text
+        ok = await c.call_tool("big", {"size": 5})
+        assert not ok.is_error
+        assert len(text_of(ok)) == 5
+    records = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    refused = [r for r in records if r.get("kind") == "mcp_input_schema"]
+    assert len(refused) == 1, records
+    assert refused[0]["action"] == "block"
+    assert refused[0]["tool_name"] == "mcp__probe__big"
+    assert "a-secret-looking-value" not in json.dumps(refused[0])
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_stdio_input_schema_is_not_enforced_unless_asked(mode: str) -> None:
+    async with client(wrapped(), mode) as c:
+        await c.list_tools()
+        r = await c.call_tool("big", {"size": "lots"})
+        # The server's own validation may refuse it; Parallax does not.
+        assert "Parallax refused" not in text_of(r)
+
+
+@pytest.mark.parametrize("mode", MODES)
 async def test_stdio_notifications_flow(mode: str) -> None:
     seen: list[tuple[float, float | None, str | None]] = []
 
