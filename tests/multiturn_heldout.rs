@@ -1,7 +1,7 @@
-//! Multi-turn escalation ships turned off (`enabled: false` in its three
-//! rule files): this suite turns it on (a copy of the rules tree, compiled
-//! at start-up) and runs the escalation rules' own cases with `parallax
-//! test`, then the held-out corpus.
+//! Multi-turn escalation ships turned on (its three rule files); this
+//! suite checks that they are in force in the shipped config, runs the
+//! escalation rules' own cases with `parallax test`, then the held-out
+//! corpus.
 //!
 //! The held-out multi-turn corpus (tests/fixtures/multiturn_heldout/):
 //! each conversation's user turns replayed in order as `message.before`
@@ -20,58 +20,27 @@ use parallax_runtime::{Action, Event};
 use serde_json::{json, Value};
 use std::path::Path;
 use std::time::Instant;
-use support::{temp_dir, CONFIG};
+use support::CONFIG;
 
-/// The files whose evaluators ship with `enabled: false`.
+/// The three files multi-turn escalation is made of.
 const ESCALATION_FILES: [&str; 3] = [
     "sql/escalation.yaml",
     "regex/escalation_signals.yaml",
     "classifier/escalation_signals.yaml",
 ];
 
-/// The shipped config over a copy of the rules tree with multi-turn
-/// escalation turned on (`enabled: true` in its three files), made once
-/// for both tests (they run at once, in one directory).
+/// The shipped config, after checking that none of the escalation files
+/// is switched off.
 fn escalation_config() -> std::path::PathBuf {
-    static MADE: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
-    MADE.get_or_init(make_escalation_config).clone()
-}
-
-fn make_escalation_config() -> std::path::PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let dir = temp_dir("escalation-config");
-    let rules = dir.join("rules");
-    copy_tree(&root.join("rules"), &rules);
     for f in ESCALATION_FILES {
-        let path = rules.join(f);
-        let text = std::fs::read_to_string(&path).expect("an escalation file");
+        let text = std::fs::read_to_string(root.join("rules").join(f)).expect("an escalation file");
         assert!(
-            text.contains("\n  enabled: false\n"),
-            "{f} no longer ships disabled: update this suite"
+            !text.contains("\n  enabled: false\n"),
+            "{f} ships disabled: multi-turn escalation is on by default (docs/ESCALATION.md)"
         );
-        std::fs::write(
-            &path,
-            text.replace("\n  enabled: false\n", "\n  enabled: true\n"),
-        )
-        .expect("write");
     }
-    let text = std::fs::read_to_string(CONFIG).expect("the shipped config");
-    let path = dir.join("parallax.yaml");
-    std::fs::write(&path, text).expect("write the config");
-    path
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for entry in std::fs::read_dir(from).expect("read_dir") {
-        let entry = entry.expect("an entry");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("a type").is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).expect("copy");
-        }
-    }
+    std::path::PathBuf::from(CONFIG)
 }
 
 #[test]

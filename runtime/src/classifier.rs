@@ -43,9 +43,8 @@ pub fn call(function: &str, args: &[Value]) -> Option<Result<Value, EvalError>> 
 /// has no such field, as the interpreter.
 #[inline]
 pub fn score_top(ev: &PreparedEvent, t: TopField) -> Option<Scalar<'static>> {
-    ev.event
-        .top_field(t)
-        .map(|s| Scalar::Double(parallax_classifier::injection_score(s)))
+    ev.top_score(t, parallax_classifier::injection_score)
+        .map(Scalar::Double)
 }
 
 /// `injection_score(<canonical field>)`: its values scored as the

@@ -51,6 +51,10 @@ pub enum Canonical {
     ReadPath,
 }
 
+/// How many [`TopField`]s there are (per-field tables are indexed by
+/// `TopField as usize`).
+pub const TOP_FIELD_COUNT: usize = TopField::RetrievalQuery as usize + 1;
+
 /// Plain string fields at the top of an event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

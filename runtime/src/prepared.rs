@@ -104,6 +104,11 @@ pub struct PreparedEvent {
     /// call's arguments too), and parsing is the dearest part of preparing
     /// a command.
     shell: OnceLock<Option<Box<crate::shell::ShellFacts>>>,
+    /// The injection classifier's score of each plain top field, computed
+    /// the first time a rule asks: several rules score the same message
+    /// (the injection detect rule, the escalation signal) at different
+    /// thresholds, and scoring is the dearest thing a message costs.
+    top_scores: [OnceLock<f64>; crate::field::TOP_FIELD_COUNT],
     /// Files the call reads (paths as sent, `file:` URLs, the files its
     /// commands name), on first read: it needs the shell analysis.
     read_path: OnceLock<Vec<String>>,
@@ -140,6 +145,8 @@ impl Clone for PreparedEvent {
             executable: self.executable.clone(),
             sent_paths: self.sent_paths,
             shell: self.shell.clone(),
+            // Scores of the same texts: the copies score the same.
+            top_scores: self.top_scores.clone(),
             read_path: self.read_path.clone(),
             known_recipients: self.known_recipients.clone(),
         };
@@ -149,6 +156,17 @@ impl Clone for PreparedEvent {
 }
 
 impl PreparedEvent {
+    /// `score` of top field `t`'s text, computed once per event (`None`
+    /// when the event has no such field).
+    pub fn top_score(
+        &self,
+        t: crate::field::TopField,
+        score: impl FnOnce(&str) -> f64,
+    ) -> Option<f64> {
+        let text = self.event.top_field(t)?;
+        Some(*self.top_scores[t as usize].get_or_init(|| score(text)))
+    }
+
     /// Says which of the call's recipients are known (written to before in
     /// its scope); see `triggers::first_time_recipient`.
     pub fn set_known_recipients(&mut self, known: Vec<String>) {
@@ -172,6 +190,7 @@ impl PreparedEvent {
             executable: Vec::new(),
             sent_paths: 0,
             shell: OnceLock::new(),
+            top_scores: Default::default(),
             read_path: OnceLock::new(),
             known_recipients: None,
             event,

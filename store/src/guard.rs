@@ -916,6 +916,7 @@ fn field<'a>(f: Param, row: &'a EventRow) -> V<'a> {
         Param::Url => t(&row.url),
         // Never in a guard: `event_param` refuses `:now`.
         Param::Now => V::Null,
+        Param::RuleIds => V::Text(Cow::Borrowed(row.rule_ids.as_str())),
     }
 }
 

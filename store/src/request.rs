@@ -25,6 +25,9 @@ pub struct EventRow {
     /// The event's `metadata` as JSON text (bounded as `tool_args` is), or
     /// NULL: where trace-shaped rules read a span's kind and attributes.
     pub metadata: Option<String>,
+    /// The ids of the rules the event matched before the SQL rules, as JSON
+    /// text (`:rule_ids`); `[]` until [`StoreRequest::new`] knows them.
+    pub rule_ids: String,
 }
 
 /// Longest `command`, `path` or `url` value stored, in bytes. Single-event
@@ -104,6 +107,7 @@ impl EventRow {
             tool_args: args_json(&e.tool_args),
             text_len,
             metadata: args_json(&e.metadata),
+            rule_ids: "[]".to_string(),
         }
     }
 }
@@ -136,14 +140,17 @@ impl StoreRequest {
         program: &Program,
         now: Option<f64>,
     ) -> StoreRequest {
+        let rule_ids: Vec<String> = verdict
+            .matched
+            .iter()
+            .map(|&r| program.rules[r as usize].id.clone())
+            .collect();
+        let mut row = EventRow::new(event);
+        row.rule_ids = serde_json::to_string(&rule_ids).unwrap_or_else(|_| "[]".into());
         StoreRequest {
-            row: EventRow::new(event),
+            row,
             action: verdict.action,
-            rule_ids: verdict
-                .matched
-                .iter()
-                .map(|&r| program.rules[r as usize].id.clone())
-                .collect(),
+            rule_ids,
             run_rules: verdict.action != Action::Block,
             now,
             rules: None,

@@ -24,9 +24,13 @@ pub enum Param {
     Url,
     /// The store's clock for this event (epoch seconds).
     Now,
+    /// The ids of the rules the event matched before the SQL rules, as a
+    /// JSON array (the `rule_ids` its row will hold): what lets a rule
+    /// that weighs earlier turns' findings run only on a turn that adds one.
+    RuleIds,
 }
 
-pub const PARAMS: [(&str, Param); 9] = [
+pub const PARAMS: [(&str, Param); 10] = [
     (":session_id", Param::SessionId),
     (":user_id", Param::UserId),
     (":channel", Param::Channel),
@@ -36,6 +40,7 @@ pub const PARAMS: [(&str, Param); 9] = [
     (":path", Param::Path),
     (":url", Param::Url),
     (":now", Param::Now),
+    (":rule_ids", Param::RuleIds),
 ];
 
 /// A rule ready to run: what to bind where, and how to judge the row.

@@ -892,6 +892,7 @@ fn bind_value<'a>(p: Param, row: &'a EventRow, now: f64) -> rusqlite::types::ToS
         Param::Path => text(&row.path),
         Param::Url => text(&row.url),
         Param::Now => ToSqlOutput::Owned(Value::Real(now)),
+        Param::RuleIds => ToSqlOutput::Borrowed(ValueRef::Text(row.rule_ids.as_bytes())),
     }
 }
 
