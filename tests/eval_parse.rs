@@ -97,6 +97,8 @@ mod reference {
             memory_text: opt_string(&mut obj, "memory_text")?,
             query: opt_string(&mut obj, "query")?,
             documents: documents(&mut obj)?,
+            // Never from the JSON: the server sets it.
+            tenant: None,
         })
     }
 

@@ -378,3 +378,26 @@ fn a_schema_newer_than_the_build_refuses_the_start() {
     .expect("refused");
     assert!(!bad.to_string().contains("s3cret"), "{bad}");
 }
+
+/// `store:` written in the config file reaches the settings (it used to be
+/// refused as an unknown key by the compiler, so only a config built in
+/// code could use PostgreSQL). Needs no cluster: loading does not connect.
+#[test]
+fn the_store_section_of_a_config_file_is_read() {
+    let dir = temp_dir("store-section");
+    std::fs::create_dir_all(dir.join("rules")).expect("rules dir");
+    let path = dir.join("parallax.yaml");
+    std::fs::write(
+        &path,
+        "rules_dir: rules\nstore:\n  postgres:\n    url_env: PARALLAX_TEST_PG_URL\n    pool: 3\n",
+    )
+    .expect("config");
+    let loaded = parallax::backend::load(Some(&path), false).expect("the config loads");
+    let pg = loaded
+        .settings
+        .store
+        .postgres
+        .expect("store.postgres is read");
+    assert_eq!(pg.url_env.as_deref(), Some("PARALLAX_TEST_PG_URL"));
+    assert_eq!(pg.pool, 3);
+}

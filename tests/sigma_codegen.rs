@@ -164,6 +164,7 @@ fn generated_checks_agree_with_the_interpreter() {
             CheckOp::FieldRef { .. } => "fieldref",
             // Not a Sigma condition: the schema engine's (tests/differential.rs).
             CheckOp::Schema(_) => "schema",
+            CheckOp::OneOf(_) => "one_of",
         })
         .collect();
     assert_eq!(kinds.len(), 6, "{kinds:?}");

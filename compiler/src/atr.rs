@@ -557,6 +557,8 @@ pub fn lower_rule(
         monitor: false,
         approval: None,
         transforms: Vec::new(),
+        locked: false,
+        tenant: None,
     })))
 }
 
@@ -610,6 +612,8 @@ fn lower_correlation(rule: &AtrRule, config: &AtrConfig, field: &str) -> Result<
         monitor: false,
         approval: None,
         transforms: Vec::new(),
+        locked: false,
+        tenant: None,
     })))
 }
 

@@ -44,6 +44,7 @@ fn top_tokens(t: TopField) -> TokenStream {
         TopField::MemoryKey => quote!(TopField::MemoryKey),
         TopField::MemoryText => quote!(TopField::MemoryText),
         TopField::RetrievalQuery => quote!(TopField::RetrievalQuery),
+        TopField::Tenant => quote!(TopField::Tenant),
     }
 }
 

@@ -66,6 +66,8 @@ fn check_tokens(index: u32, check: &Check) -> TokenStream {
         // The schema's validator is built at start-up, not in generated
         // code: the check itself holds it.
         CheckOp::Schema(_) => quote!(i.checks[#n].eval(i.event)),
+        // A handful of tenant names, read from the check table.
+        CheckOp::OneOf(_) => quote!(i.checks[#n].eval(i.event)),
     }
 }
 

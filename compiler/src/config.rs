@@ -29,6 +29,8 @@ struct ConfigFile {
     reload: Option<serde_yaml::Value>,
     telemetry: Option<serde_yaml::Value>,
     budgets: Option<serde_yaml::Value>,
+    /// Where state a fleet shares lives (`store.postgres`).
+    store: Option<serde_yaml::Value>,
     #[serde(default)]
     state: StateSettings,
     #[serde(default)]
@@ -52,6 +54,9 @@ struct ConfigFile {
     /// What the policy triggers compare with (internal domains, VIPs).
     #[serde(default)]
     policy: PolicyConfig,
+    /// Tenants and their overlays (`crate::tenants`).
+    #[serde(default)]
+    tenants: std::collections::BTreeMap<String, crate::tenants::TenantConfig>,
 }
 
 fn yes() -> bool {
@@ -141,6 +146,8 @@ pub struct ConfigSources {
     pub atr: AtrConfig,
     /// The `policy:` section.
     pub policy: PolicyConfig,
+    /// The tenants, in name order, each with its own rules loaded.
+    pub tenants: Vec<crate::tenants::TenantSource>,
 }
 
 fn read(path: &Path) -> Result<String, CompileError> {
@@ -266,6 +273,46 @@ pub fn load(path: &Path) -> Result<ConfigSources, CompileErrors> {
             Err(e) => errors.push(e),
         }
     }
+    let mut tenants = Vec::with_capacity(file.tenants.len());
+    for (name, t) in file.tenants {
+        if let Err(m) = crate::tenants::check_config(&name, &t) {
+            errors.push(CompileError::file(path, m));
+            continue;
+        }
+        let mut own = Vec::new();
+        if let Some(dir) = &t.rules_dir {
+            let dir = base.join(dir);
+            if dir.is_dir() {
+                inputs.push(dir.clone());
+                let mut tenant_atr = Vec::new();
+                load_tree(&dir, &mut inputs, &mut own, &mut tenant_atr, &mut errors);
+                if !tenant_atr.is_empty() {
+                    errors.push(CompileError::file(
+                        &dir,
+                        format!("tenant `{name}`: ATR rules are the operator's; a tenant's rules_dir holds its own rule files"),
+                    ));
+                }
+            } else {
+                errors.push(CompileError::file(
+                    path,
+                    format!(
+                        "tenants.{name}.rules_dir `{}` is not a directory",
+                        dir.display()
+                    ),
+                ));
+            }
+        }
+        for ev in &mut own {
+            ev.name = format!("{name}/{}", ev.name);
+        }
+        tenants.push(crate::tenants::TenantSource {
+            name,
+            disabled: t.disabled,
+            actions: t.actions,
+            mode: t.mode,
+            evaluators: own,
+        });
+    }
     Ok(ConfigSources {
         path: path.to_path_buf(),
         settings: ProgramSettings {
@@ -279,6 +326,7 @@ pub fn load(path: &Path) -> Result<ConfigSources, CompileErrors> {
         errors,
         atr: file.atr,
         policy: file.policy,
+        tenants,
     })
 }
 
@@ -332,6 +380,7 @@ fn load_bare_policy(path: &Path, state_db: Option<String>) -> ConfigSources {
         errors,
         atr: AtrConfig::default(),
         policy: PolicyConfig::default(),
+        tenants: Vec::new(),
     }
 }
 
@@ -366,6 +415,7 @@ fn front_door_sections(file: &ConfigFile) -> Result<FrontDoorSections, String> {
         ("reload", &file.reload),
         ("telemetry", &file.telemetry),
         ("budgets", &file.budgets),
+        ("store", &file.store),
     ] {
         let Some(value) = value.as_ref().filter(|v| !v.is_null()) else {
             continue;
@@ -373,6 +423,21 @@ fn front_door_sections(file: &ConfigFile) -> Result<FrontDoorSections, String> {
         let json = serde_json::to_value(value)
             .map_err(|e| format!("`{key}`: cannot be read as settings: {e}"))?;
         out.insert(key.to_string(), json);
+    }
+    // What the front doors need of the tenants: which token hashes name
+    // which tenant (their overlays are compiled into the rules).
+    if !file.tenants.is_empty() {
+        let tokens: serde_json::Map<String, serde_json::Value> = file
+            .tenants
+            .iter()
+            .map(|(name, t)| {
+                (
+                    name.clone(),
+                    serde_json::json!({ "token_sha256": t.token_sha256 }),
+                )
+            })
+            .collect();
+        out.insert("tenants".to_string(), serde_json::Value::Object(tokens));
     }
     Ok(out)
 }

@@ -101,6 +101,13 @@ pub struct IrRule {
     /// their fingerprints).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub transforms: Vec<parallax_runtime::Transform>,
+    /// No tenant may weaken it (`locked: true`; `crate::tenants`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub locked: bool,
+    /// The one tenant it applies to, for a tenant's rule or its copy of an
+    /// overridden one (its predicate says so too).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tenant: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

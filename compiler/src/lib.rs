@@ -33,6 +33,7 @@ pub mod source;
 pub mod source_digest;
 pub mod stages;
 pub mod stats;
+pub mod tenants;
 pub mod transforms;
 mod yaml;
 

@@ -27,28 +27,41 @@ const DEFAULT_FIELDS: [&str; 1] = ["text"];
 pub fn lower(sources: ConfigSources) -> Result<RuleSet, CompileErrors> {
     let mut errors = sources.errors;
     let mut warnings = Vec::new();
-    let mut evaluators: Vec<EvaluatorSource> = sources.evaluators;
-    // Chain order: engine order (regex, pattern, …); inline evaluators before the tree's
-    // within an engine; file order within those.
-    evaluators.sort_by_key(|e| (e.engine, !e.inline));
+    // Each evaluator with its tenant (`None`: the operator's).
+    let mut evaluators: Vec<(Option<String>, EvaluatorSource)> =
+        sources.evaluators.into_iter().map(|e| (None, e)).collect();
+    for t in &sources.tenants {
+        evaluators.extend(
+            t.evaluators
+                .iter()
+                .map(|e| (Some(t.name.clone()), e.clone())),
+        );
+    }
+    // Chain order: engine order (regex, pattern, …); within an engine the
+    // operator's evaluators before the tenants', inline evaluators before
+    // the tree's; file order within those.
+    evaluators.sort_by_key(|(t, e)| (e.engine, t.clone(), !e.inline));
 
     // Tree rules replace inline rules of the same id (so a starter rule in
     // parallax.yaml can be overridden by the curated library's version).
     let tree_ids: HashSet<String> = evaluators
         .iter()
-        .filter(|e| !e.inline)
-        .flat_map(|e| e.rules.iter().filter_map(rule_id))
+        .filter(|(t, e)| t.is_none() && !e.inline)
+        .flat_map(|(_, e)| e.rules.iter().filter_map(rule_id))
         .collect();
 
     let mut table = AtomTable::default();
     let mut scratch_table = AtomTable::default();
-    let mut seen: HashMap<String, PathBuf> = HashMap::new();
+    // Ids are unique within the operator's rules and within each tenant's.
+    let mut seen: HashMap<(Option<String>, String), PathBuf> = HashMap::new();
     let mut enabled = Vec::new();
+    let mut owners: Vec<Option<String>> = Vec::new();
     let mut disabled = Vec::new();
     let mut excluded = Vec::new();
     let mut unsupported = Vec::new();
-    for ev in &evaluators {
-        let is_disabled = !ev.enabled || sources.disabled.contains(&ev.name);
+    for (owner, ev) in &evaluators {
+        let operators = owner.is_none();
+        let is_disabled = !ev.enabled || (operators && sources.disabled.contains(&ev.name));
         let base_stages = StageSet::of(
             &ev.stages
                 .clone()
@@ -69,7 +82,8 @@ pub fn lower(sources: ConfigSources) -> Result<RuleSet, CompileErrors> {
                 continue;
             }
             if let Some(id) = &id {
-                if let Some(first) = seen.get(id) {
+                let key = (owner.clone(), id.clone());
+                if let Some(first) = seen.get(&key) {
                     errors.push(CompileError::rule(
                         path,
                         id,
@@ -77,7 +91,7 @@ pub fn lower(sources: ConfigSources) -> Result<RuleSet, CompileErrors> {
                     ));
                     continue;
                 }
-                seen.insert(id.clone(), path.clone());
+                seen.insert(key, path.clone());
             }
             if ev.engine == EngineKind::Atr {
                 if let Some(x) = id
@@ -92,7 +106,8 @@ pub fn lower(sources: ConfigSources) -> Result<RuleSet, CompileErrors> {
                     continue;
                 }
             }
-            let rule_disabled = id.as_ref().is_some_and(|id| sources.disabled.contains(id));
+            let rule_disabled =
+                operators && id.as_ref().is_some_and(|id| sources.disabled.contains(id));
             let t = if is_disabled || rule_disabled {
                 &mut scratch_table
             } else {
@@ -125,10 +140,21 @@ pub fn lower(sources: ConfigSources) -> Result<RuleSet, CompileErrors> {
             disabled.push(out);
         } else {
             enabled.push(out);
+            owners.push(owner.clone());
         }
     }
+    crate::tenants::apply(
+        &mut enabled,
+        &owners,
+        &sources.tenants,
+        &mut table,
+        &sources.path,
+        &mut errors,
+    );
     for name in &sources.disabled {
-        if !seen.contains_key(name) && !evaluators.iter().any(|e| &e.name == name) {
+        if !seen.contains_key(&(None, name.clone()))
+            && !evaluators.iter().any(|(_, e)| &e.name == name)
+        {
             errors.push(CompileError::file(
                 &sources.path,
                 format!("disabled: `{name}` names no evaluator or rule"),
@@ -389,6 +415,8 @@ fn finish(c: Common, defaults: Defaults<'_>, predicate: Predicate) -> Result<IrR
         monitor: c.mode.unwrap_or(defaults.mode) == RuleMode::Monitor,
         approval: c.approval,
         transforms: Vec::new(),
+        locked: c.locked,
+        tenant: None,
     })
 }
 

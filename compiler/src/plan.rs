@@ -544,6 +544,7 @@ pub fn compile(rules: &RuleSet, limits: &Limits) -> Compiled {
                 monitor: r.monitor,
                 approval: r.approval.clone(),
                 transforms: r.transforms.clone(),
+                tenant: r.tenant.clone(),
             });
         }
     }

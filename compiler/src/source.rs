@@ -48,6 +48,8 @@ pub struct Common {
     pub approval: Option<ApprovalSpec>,
     /// Rewrite transforms (`redact` and `approve` rules).
     pub transforms: Vec<TransformSource>,
+    /// No tenant may weaken it (`crate::tenants`).
+    pub locked: bool,
 }
 
 /// One entry of a rule's `transforms:` as written: a call such as
@@ -110,6 +112,9 @@ macro_rules! rule_source {
             /// documentation, a GTFOBins/LOLBAS page, an ATT&CK technique).
             #[serde(default)]
             pub references: Vec<String>,
+            /// No tenant may disable, replace, lower or monitor it.
+            #[serde(default)]
+            pub locked: bool,
             $($(#[$fm])* pub $f: $t,)*
         }
 
@@ -129,6 +134,7 @@ macro_rules! rule_source {
                     mode: self.mode,
                     approval: self.approval.clone(),
                     transforms: self.transforms.clone(),
+                    locked: self.locked,
                 }
             }
         }

@@ -46,6 +46,9 @@ pub enum CheckOp {
     /// The field's value (the whole JSON at the path, not its leaves) is
     /// outside this JSON Schema (the `schema` engine).
     Schema(ArgSchema),
+    /// A value of the field is exactly one of these strings: how a rule is
+    /// scoped to some tenants (`tenants:`, field `tenant`).
+    OneOf(Vec<String>),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -90,6 +93,7 @@ impl Check {
             CheckOp::Cidr { v6, net, prefix } => cidr(event, f, *v6, *net, *prefix),
             CheckOp::FieldRef { other, mode, cased } => fieldref(event, f, other, *mode, *cased),
             CheckOp::Schema(schema) => outside_schema(event, f, schema),
+            CheckOp::OneOf(values) => one_of(event, f, values),
         }
     }
 
@@ -133,6 +137,14 @@ pub fn value_at<'e>(event: &'e PreparedEvent, field: &FieldRef) -> &'e Value {
         };
     }
     v
+}
+
+/// A value of `field` is one of `values` (exact, case-sensitive).
+pub fn one_of(event: &PreparedEvent, field: &FieldRef, values: &[String]) -> bool {
+    any_leaf(event, field, |l| match l {
+        Leaf::Str(s) => values.iter().any(|v| v == s),
+        _ => false,
+    })
 }
 
 /// `schema` rules: the value at `field` does not conform to `schema`.

@@ -55,6 +55,11 @@ pub struct Event {
     /// `text` and optionally `source`, `score`, `id` and `metadata`
     /// (checked by [`documents`]); `Null` when absent.
     pub documents: Value,
+    /// The tenant the front door authenticated (`tenants:` in the config),
+    /// set by the decision service from the request's token. Not an event
+    /// field: JSON that names it is refused as an unknown field, so no
+    /// client can choose another tenant's policy.
+    pub tenant: Option<String>,
 }
 
 /// Why an event was rejected; the message names the field.
@@ -126,6 +131,7 @@ impl Event {
             TopField::MemoryKey => self.memory_key.as_deref(),
             TopField::MemoryText => self.memory_text.as_deref(),
             TopField::RetrievalQuery => self.query.as_deref(),
+            TopField::Tenant => self.tenant.as_deref(),
         }
     }
 
@@ -161,6 +167,7 @@ impl Event {
             memory_text: self.memory_text.clone(),
             query: self.query.clone(),
             documents: Value::Null,
+            tenant: self.tenant.clone(),
         }
     }
 
@@ -411,6 +418,7 @@ impl Fields {
             memory_text: opt_string(self.memory_text, "memory_text")?,
             query: opt_string(self.query, "query")?,
             documents: documents(self.documents)?,
+            tenant: None,
         })
     }
 }

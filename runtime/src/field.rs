@@ -53,7 +53,7 @@ pub enum Canonical {
 
 /// How many [`TopField`]s there are (per-field tables are indexed by
 /// `TopField as usize`).
-pub const TOP_FIELD_COUNT: usize = TopField::RetrievalQuery as usize + 1;
+pub const TOP_FIELD_COUNT: usize = TopField::Tenant as usize + 1;
 
 /// Plain string fields at the top of an event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -76,6 +76,9 @@ pub enum TopField {
     /// and `retrieval.after`. Named apart from the canonical `query`, which
     /// is a SQL statement a tool call runs.
     RetrievalQuery,
+    /// The tenant whose token the front door authenticated (`tenants:`);
+    /// never read from the event's JSON, so a client cannot claim one.
+    Tenant,
 }
 
 /// JSON-valued parts of an event that a dotted path can walk into.
@@ -130,7 +133,7 @@ pub const CANONICAL_NAMES: [(&str, Canonical); 15] = [
 ];
 
 /// Plain event field names as rules and CEL expressions write them.
-pub const TOP_FIELD_NAMES: [(&str, TopField); 11] = [
+pub const TOP_FIELD_NAMES: [(&str, TopField); 12] = [
     ("stage", TopField::Stage),
     ("session_id", TopField::SessionId),
     ("channel", TopField::Channel),
@@ -142,6 +145,7 @@ pub const TOP_FIELD_NAMES: [(&str, TopField); 11] = [
     ("memory_key", TopField::MemoryKey),
     ("memory_text", TopField::MemoryText),
     ("retrieval_query", TopField::RetrievalQuery),
+    ("tenant", TopField::Tenant),
 ];
 
 const ROOTS: [(&str, JsonRoot); 4] = [

@@ -21,6 +21,7 @@ pub mod escapes;
 pub mod event;
 pub mod field;
 pub mod hosts;
+pub mod memory_files;
 pub mod normalize;
 pub mod path_normalize;
 pub mod predicate;

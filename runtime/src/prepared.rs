@@ -199,8 +199,35 @@ impl PreparedEvent {
         if is_write_tool(p.event.tool_name.as_deref().unwrap_or_default()) {
             p.write_path = p.path.clone();
         }
+        p.read_memory_write();
         p.add_variants();
         p
+    }
+
+    /// A `tool.before` write to an agent's memory file
+    /// ([`crate::memory_files`]) is a memory write too: its path becomes
+    /// `memory_key` and what it writes `memory_text`, so the rules of
+    /// `memory.before` judge it (an event that says its own memory fields
+    /// keeps them).
+    fn read_memory_write(&mut self) {
+        let e = &self.event;
+        if e.stage != crate::Stage::ToolBefore || e.memory_text.is_some() || e.memory_key.is_some()
+        {
+            return;
+        }
+        let Some(key) = self
+            .write_path
+            .iter()
+            .find(|w| crate::memory_files::is_agent_memory_file(w))
+        else {
+            return;
+        };
+        if self.content.iter().all(|c| c.is_empty()) {
+            return;
+        }
+        let key = key.clone();
+        self.event.memory_text = Some(self.content.join("\n"));
+        self.event.memory_key = Some(key);
     }
 
     /// Indexes every string that [`PreparedEvent::for_each_value`] can

@@ -184,6 +184,11 @@ pub struct RuleMeta {
     /// `approve` rules).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub transforms: Vec<crate::transform::Transform>,
+    /// The one tenant this rule applies to (a tenant's own rule, or its
+    /// copy of an operator rule it overrides; `tenants:`), for its test
+    /// cases and reports. `None`: the operator's rule.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant: Option<String>,
 }
 
 /// A rule's approval terms (`approval:` on an `action: approve` rule).
@@ -333,11 +338,13 @@ impl Program {
     }
 
     /// Rule id → index into `rules`, for callers that look rules up by id.
+    /// Each rule id's first rule: the operator's, when a tenant has a copy
+    /// of it or its own rule of that id (`tenants:`).
     pub fn rule_index(&self) -> std::collections::HashMap<&str, usize> {
-        self.rules
-            .iter()
-            .enumerate()
-            .map(|(i, r)| (r.id.as_str(), i))
-            .collect()
+        let mut index = std::collections::HashMap::with_capacity(self.rules.len());
+        for (i, r) in self.rules.iter().enumerate() {
+            index.entry(r.id.as_str()).or_insert(i);
+        }
+        index
     }
 }

@@ -207,7 +207,6 @@ pub fn for_each_source_mut(event: &mut Event, field: &FieldRef, f: &mut dyn FnMu
         FieldRef::Canonical(_) => each_string_mut(&mut event.tool_args, f),
         FieldRef::Top(t) => {
             let v = match t {
-                TopField::Stage => None,
                 TopField::SessionId => event.session_id.as_mut(),
                 TopField::Channel => event.channel.as_mut(),
                 TopField::UserId => event.user_id.as_mut(),
@@ -218,6 +217,8 @@ pub fn for_each_source_mut(event: &mut Event, field: &FieldRef, f: &mut dyn FnMu
                 TopField::MemoryKey => event.memory_key.as_mut(),
                 TopField::MemoryText => event.memory_text.as_mut(),
                 TopField::RetrievalQuery => event.query.as_mut(),
+                // Who asked is never rewritten.
+                TopField::Stage | TopField::Tenant => None,
             };
             if let Some(v) = v {
                 f(v);

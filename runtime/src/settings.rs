@@ -27,7 +27,7 @@ pub type FrontDoorSections = BTreeMap<String, serde_json::Value>;
 
 /// The top-level config keys that are front-door sections (checked by the
 /// binary, carried here as written).
-pub const FRONT_DOOR_KEYS: [&str; 9] = [
+pub const FRONT_DOOR_KEYS: [&str; 10] = [
     "server",
     "reporting",
     "proxy",
@@ -37,6 +37,7 @@ pub const FRONT_DOOR_KEYS: [&str; 9] = [
     "telemetry",
     "budgets",
     "store",
+    "tenants",
 ];
 
 /// What to answer when evaluation cannot complete.

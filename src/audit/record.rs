@@ -80,6 +80,9 @@ pub fn build(entry: &AuditEntry) -> Value {
     if let Some(f) = &origin.framework {
         put("framework", Value::String(f.clone()));
     }
+    if let Some(t) = &origin.tenant {
+        put("tenant", Value::String(t.clone()));
+    }
     let opt = |v: &Option<String>| v.clone().map_or(Value::Null, Value::String);
     put("session_id", opt(&masked_event.session_id));
     put("user_id", opt(&masked_event.user_id));

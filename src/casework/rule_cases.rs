@@ -209,13 +209,30 @@ pub fn run_rule_tests(rules: &RuleSet, engine: &Engine) -> Outcome {
     let index = engine.program().rule_index();
     let mut scratch = engine.new_scratch();
     let mut out = Outcome::default();
+    // A tenant's copy of a rule has the rule's id: the program's rules are
+    // the rule set's in the same order, so the position names it.
+    let mut position = 0usize;
     for ev in &rules.evaluators {
         for rule in &ev.rules {
+            let here = position;
+            position += 1;
             if rule.tests.matches.is_empty() && rule.tests.no_match.is_empty() {
-                out.untested.push(rule.id.clone());
+                if rule.tenant.is_none() {
+                    out.untested.push(rule.id.clone());
+                }
                 continue;
             }
-            let Some(&ri) = index.get(rule.id.as_str()) else {
+            let same = engine
+                .program()
+                .rules
+                .get(here)
+                .is_some_and(|r| r.id == rule.id && r.tenant == rule.tenant);
+            let found = if same {
+                Some(here)
+            } else {
+                index.get(rule.id.as_str()).copied()
+            };
+            let Some(ri) = found else {
                 out.failures.push(Failure {
                     source: ev.source.clone(),
                     rule: rule.id.clone(),
@@ -266,6 +283,9 @@ pub fn run_rule_tests(rules: &RuleSet, engine: &Engine) -> Outcome {
                         continue;
                     }
                 };
+                let mut event = event;
+                // A tenant's rule is tested as that tenant's call.
+                event.tenant.clone_from(&rule.tenant);
                 let prepared = PreparedEvent::new(event);
                 let got = engine.rule_matches(ri, &prepared, &mut scratch);
                 if got == expect {

@@ -421,6 +421,8 @@ impl DecisionService {
         if event.session_id.is_none() {
             event.session_id.clone_from(&origin.session_id);
         }
+        // The authenticated tenant, whatever the event says (it cannot say).
+        event.tenant.clone_from(&origin.tenant);
         let current = self.current.load_full();
         let prepared = prepare(&current, event, self.approvals.as_deref());
         (current, prepared)
@@ -439,6 +441,8 @@ impl DecisionService {
         if event.session_id.is_none() {
             event.session_id.clone_from(&origin.session_id);
         }
+        // The authenticated tenant, whatever the event says (it cannot say).
+        event.tenant.clone_from(&origin.tenant);
         let current = self.current.load_full();
         let engine = current.engine.clone();
         let kept = event.clone();

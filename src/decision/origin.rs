@@ -74,6 +74,10 @@ pub struct Origin {
     /// it; an event's own `session_id` is never overwritten.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
+    /// The tenant the request's token names (`tenants:`), never the
+    /// client's say: it becomes the event's `tenant`, always overwriting.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tenant: Option<String>,
 }
 
 impl Origin {
@@ -83,6 +87,13 @@ impl Origin {
             door,
             framework: None,
             session_id: None,
+            tenant: None,
         }
+    }
+
+    /// The same origin for `tenant` (from the request's authentication).
+    pub fn for_tenant(mut self, tenant: Option<String>) -> Origin {
+        self.tenant = tenant;
+        self
     }
 }

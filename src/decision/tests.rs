@@ -71,6 +71,7 @@ fn the_origin_session_fills_an_event_without_one_and_never_overrides() {
         door: Door::Library,
         framework: Some("claudecode".into()),
         session_id: Some("from-origin".into()),
+        tenant: None,
     };
     let no_session = event(json!({"stage": "tool.before", "tool_name": "Bash",
                                   "tool_args": {"command": "ls"}}));

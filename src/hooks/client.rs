@@ -216,6 +216,7 @@ pub fn origin(framework: Framework, mapped: &Mapped) -> Origin {
         door: Door::Hook,
         framework: Some(framework.as_str().to_owned()),
         session_id: mapped.session_id.clone(),
+        tenant: None,
     }
 }
 
@@ -245,5 +246,6 @@ pub fn origin_from_headers(headers: &hyper::HeaderMap) -> Origin {
         door: Door::Hook,
         framework,
         session_id: None,
+        tenant: None,
     }
 }

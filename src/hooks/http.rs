@@ -26,6 +26,7 @@ pub async fn handle(
     service: &DecisionService,
     framework: Framework,
 ) -> Response<Body> {
+    let tenant = crate::http::auth::tenant_of(&req);
     let wait = match req.uri().query() {
         Some(q) if q.split('&').any(|kv| kv.starts_with("wait=")) => {
             match crate::http::evaluate::wait_param(Some(q)) {
@@ -61,7 +62,7 @@ pub async fn handle(
         Ok(None) => return no_opinion(),
         Err(e) => return error(StatusCode::BAD_REQUEST, "invalid_payload", e),
     };
-    let origin = super::client::origin(framework, &mapped);
+    let origin = super::client::origin(framework, &mapped).for_tenant(tenant);
     let report = service
         .decide_waiting(mapped.event.clone(), &origin, started, wait)
         .await;

@@ -15,7 +15,8 @@ use std::time::Instant;
 pub async fn evaluate(req: Request<Incoming>, service: &DecisionService) -> Response<Body> {
     let server = &service.settings.server;
     // `parallax hook` says it is the hook door (recorded, never decisive).
-    let origin = crate::hooks::client::origin_from_headers(req.headers());
+    let origin = crate::hooks::client::origin_from_headers(req.headers())
+        .for_tenant(super::auth::tenant_of(&req));
     // `?wait=SECONDS`: hold the answer while an approval is pending.
     let wait = match wait_param(req.uri().query()) {
         Ok(w) => w,

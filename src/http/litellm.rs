@@ -49,6 +49,7 @@ fn bad(message: String) -> Response<Body> {
 
 pub async fn handle(req: Request<Incoming>, service: &DecisionService) -> Response<Body> {
     let server = &service.settings.server;
+    let tenant = super::auth::tenant_of(&req);
     let bytes = match body::read_json(req, server, &service.metrics).await {
         Ok(b) => b,
         Err(response) => return response,
@@ -162,6 +163,7 @@ pub async fn handle(req: Request<Incoming>, service: &DecisionService) -> Respon
         door: Door::Proxy,
         framework: Some("litellm".into()),
         session_id: session.clone(),
+        tenant,
     };
     let mut blocked: Vec<String> = Vec::new();
     let mut rewritten = texts.clone();

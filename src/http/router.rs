@@ -14,6 +14,7 @@ use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
+use subtle::ConstantTimeEq;
 
 /// The front doors a connection can reach besides the API itself.
 #[derive(Clone, Default)]
@@ -26,7 +27,7 @@ pub struct Doors {
 }
 
 pub async fn handle(
-    req: Request<Incoming>,
+    mut req: Request<Incoming>,
     service: Arc<DecisionService>,
     doors: Doors,
     peer: Option<SocketAddr>,
@@ -70,20 +71,56 @@ pub async fn handle(
     if path == "/slack/interactions" {
         return Ok(super::slack::interactions(req, &service).await);
     }
-    let path = req.uri().path();
+    let path = req.uri().path().to_string();
+    let path = path.as_str();
     let proxied = doors.proxy.as_ref().is_some_and(|p| p.owns(path));
-    if path != "/health" && path != "/ready" {
-        if let Some(token) = &server.auth_token {
+    let tenants = &service.settings.tenants;
+    let guarded = server.auth_token.is_some() || !tenants.is_empty();
+    if path != "/health" && path != "/ready" && guarded {
+        {
             // On proxy paths `Authorization` is the agent's API key, so the
             // token comes in a header of its own.
-            let ok = if proxied {
-                auth::proxy_authorized(req.headers(), token)
+            let headers = req.headers();
+            let presented: Vec<&[u8]> = if proxied {
+                auth::header_token(headers, auth::PROXY_TOKEN_HEADER)
+                    .into_iter()
+                    .collect()
             } else if path == super::litellm::PATH {
-                auth::authorized(req.headers(), token)
-                    || auth::api_key_authorized(req.headers(), token)
+                auth::bearer(headers)
+                    .into_iter()
+                    .chain(auth::header_token(headers, "x-api-key"))
+                    .collect()
             } else {
-                auth::authorized(req.headers(), token)
+                auth::bearer(headers).into_iter().collect()
             };
+            let operator = server
+                .auth_token
+                .as_ref()
+                .is_some_and(|t| presented.iter().any(|p| bool::from(p.ct_eq(t.as_bytes()))));
+            let caller = if operator {
+                Some(auth::Caller::Operator)
+            } else {
+                presented
+                    .iter()
+                    .find_map(|p| auth::tenant_for(p, tenants))
+                    .map(auth::Caller::Tenant)
+            };
+            // A tenant's token reaches the decision endpoints only: the
+            // rules, the metrics and reloads are the operator's.
+            if matches!(caller, Some(auth::Caller::Tenant(_)))
+                && !(proxied || is_decision_path(path))
+            {
+                service.metrics.unauthorized.fetch_add(1, Relaxed);
+                return Ok(error(
+                    StatusCode::FORBIDDEN,
+                    "forbidden",
+                    format!("`{path}` is the operator's (server.auth_token); a tenant's token may only ask for decisions"),
+                ));
+            }
+            let ok = caller.is_some();
+            if let Some(c) = caller {
+                req.extensions_mut().insert(c);
+            }
             if !ok {
                 service.metrics.unauthorized.fetch_add(1, Relaxed);
                 let mut r = error(
@@ -152,6 +189,12 @@ async fn route(req: Request<Incoming>, service: &Arc<DecisionService>) -> Respon
             ),
         ),
     }
+}
+
+/// The endpoints that ask for a decision, where a tenant's token is
+/// accepted.
+fn is_decision_path(path: &str) -> bool {
+    path == "/evaluate" || path == super::litellm::PATH || path.starts_with(concat!('/', "hooks/"))
 }
 
 /// How long `uri` is as text, counted without building the text (a

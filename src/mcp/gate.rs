@@ -118,6 +118,7 @@ impl Gate {
             door: Door::Mcp,
             framework: self.state().framework.clone(),
             session_id: Some(self.session.clone()),
+            tenant: None,
         }
     }
 

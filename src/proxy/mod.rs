@@ -415,6 +415,10 @@ async fn model_call(
             door: Door::Proxy,
             framework,
             session_id: Some(session),
+            tenant: parts
+                .extensions
+                .get::<crate::http::auth::Caller>()
+                .and_then(crate::http::auth::Caller::tenant),
         },
     };
     // The request side: every event of the new turn, the parameters.

@@ -8,8 +8,8 @@ pub use sections::{
     ApprovalsSettings, ApprovalsSlackSettings, BudgetLimit, BudgetsSettings, FsyncPolicy,
     McpSettings, ModelPrice, NamedUpstream, OnFull, OtherPaths, OtlpProtocol, OtlpSettings,
     PagerDutySettings, PoisonedTools, PostgresSettings, Prebuild, ProxySettings, ReloadSettings,
-    ReportingSettings, ServerSettings, Settings, StoreSettings, TelemetrySettings, UpstreamApi,
-    UpstreamAuth, WebhookFormat,
+    ReportingSettings, ServerSettings, Settings, StoreSettings, TelemetrySettings, TenantAuth,
+    UpstreamApi, UpstreamAuth, WebhookFormat,
 };
 
 use parallax_runtime::ProgramSettings;

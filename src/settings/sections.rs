@@ -31,6 +31,9 @@ pub struct Settings {
     pub budgets: BudgetsSettings,
     /// Where state a fleet shares lives (approvals, known recipients).
     pub store: StoreSettings,
+    /// Which token names which tenant (their overlays are compiled into
+    /// the rules: `parallax_compiler::tenants`).
+    pub tenants: std::collections::BTreeMap<String, TenantAuth>,
     /// The SQL rules' side-store (typed by the runtime, which opens it).
     pub state: StateSettings,
 }
@@ -68,6 +71,9 @@ impl Settings {
         }
         if let Some(v) = sections.get("store") {
             parse_section("store", v, &mut settings.store, &mut problems);
+        }
+        if let Some(v) = sections.get("tenants") {
+            parse_section("tenants", v, &mut settings.tenants, &mut problems);
         }
         if let Some(v) = sections.get("budgets") {
             parse_section("budgets", v, &mut settings.budgets, &mut problems);
@@ -428,6 +434,15 @@ impl Default for ProxySettings {
             upstreams: Default::default(),
         }
     }
+}
+
+/// How a request is known to come from a tenant: the SHA-256 (hex) of
+/// each of its bearer tokens. The rest of the tenant's section is rules,
+/// compiled into the program.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TenantAuth {
+    pub token_sha256: Vec<String>,
 }
 
 /// Where state a fleet's replicas share lives (`store:`): without a

@@ -395,6 +395,7 @@ mod tests {
                 tool_args: None,
                 text_len: n,
                 metadata: None,
+                rule_ids: "[]".into(),
             },
             action: Action::Allow,
             rule_ids: Vec::new(),

@@ -107,6 +107,8 @@ pub fn lint_dir(dir: &Path, ctx: &SigmaContext) -> Result<DirReport, CompileErro
                         monitor: c.mode == Some(crate::source::RuleMode::Monitor),
                         approval: c.approval,
                         transforms: Vec::new(),
+                        locked: false,
+                        tenant: None,
                     });
                 }
                 Err(m) => failures.push(CompileError::rule(file, label, m)),

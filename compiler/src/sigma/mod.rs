@@ -129,6 +129,9 @@ pub struct SigmaRule {
     pub mode: Option<RuleMode>,
     /// Parallax extension: approval terms of an `action: approve` rule.
     pub approval: Option<parallax_runtime::ApprovalSpec>,
+    /// Parallax: no tenant may weaken it (`tenants:`).
+    #[serde(default)]
+    pub locked: bool,
 }
 
 /// A Parallax category for a rule's ATT&CK tactic tags (`attack.<tactic>`),
@@ -252,6 +255,7 @@ pub fn lower(value: Value, ctx: &SigmaContext, table: &mut AtomTable) -> Result<
             mode: rule.mode,
             approval: rule.approval.clone(),
             transforms: Vec::new(),
+            locked: rule.locked,
         },
         predicate,
         author: rule.author.clone(),
