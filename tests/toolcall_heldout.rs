@@ -32,8 +32,10 @@ const FLOORS: held_out::Floors<'static> = &[
     ("sql_destructive.yaml", 0.65, 0.51), // before 0.56 / 0.41
     ("supply_chain.yaml", 0.28, 0.14), // before 0.28 / 0.14 (not yet covered)
     // clean: at most this share blocked, at most this share flagged
-    ("everyday_commands.yaml", 0.004, 0.12), // before 0.007 / 0.117; now 0.003 / 0.114
-    ("lookalikes_clean.yaml", 0.04, 0.27), // before 0.031 / 0.276; now 0.039 / 0.268 (one more blocked)
+    // false-positive round (issue 37): before 0.003 / 0.114 (no line 0.886); now 0.001 / 0.008 (no line 0.992)
+    ("everyday_commands.yaml", 0.001, 0.008),
+    // false-positive round (issue 37): before 0.039 / 0.268 (no line 0.732); now 0.000 / 0.055 (no line 0.945)
+    ("lookalikes_clean.yaml", 0.0, 0.056),
 ];
 
 #[test]

@@ -110,13 +110,17 @@ fn scope(table: &mut AtomTable, tenants: Vec<String>) -> Predicate {
 
 fn only(rule: &mut IrRule, tenant: &str, table: &mut AtomTable) {
     let p = std::mem::replace(&mut rule.predicate, Predicate::Const(false));
-    rule.predicate = Predicate::And(vec![p, scope(table, vec![tenant.to_string()])]);
+    // The tenant test first: every other tenant's event leaves the copy at
+    // once, so a rule's own conditions (a classifier's score, a CEL
+    // expression) are evaluated once per event however many tenants have
+    // a copy of it.
+    rule.predicate = Predicate::And(vec![scope(table, vec![tenant.to_string()]), p]);
     rule.tenant = Some(tenant.to_string());
 }
 
 fn except(rule: &mut IrRule, tenants: Vec<String>, table: &mut AtomTable) {
     let p = std::mem::replace(&mut rule.predicate, Predicate::Const(false));
-    rule.predicate = Predicate::And(vec![p, Predicate::Not(Box::new(scope(table, tenants)))]);
+    rule.predicate = Predicate::And(vec![Predicate::Not(Box::new(scope(table, tenants))), p]);
 }
 
 /// Applies every tenant's overlay to the lowered evaluators: `enabled` in
