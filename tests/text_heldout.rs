@@ -27,13 +27,13 @@ const FLOORS: held_out::Floors<'static> = &[
     ("indirect_injection.yaml", 0.44, 0.018), // before 0.370 / 0.019; 0.444 with the indirect rules
     ("encoded_injection.yaml", 0.71, 0.25),   // before 0.481 / 0.173
     ("multilingual_injection.yaml", 0.56, 0.035), // before 0.400 / 0.000
-    ("tool_poisoning.yaml", 0.48, 0.022),     // before 0.422 / 0.022
-    ("model_manipulation.yaml", 0.24, 0.0), // before 0.146 / 0.000; 0.244 with the parameter-range rule
+    ("tool_poisoning.yaml", 0.68, 0.022), // before 0.422 / 0.022; 0.489 before issue 38's tool-definition rules; now 0.689 / 0.022 (tools/list results read with them)
+    ("model_manipulation.yaml", 0.53, 0.0), // before 0.146 / 0.000; 0.244 with the parameter-range rule; now 0.537 / 0.000 (params.before rules, issue 38)
     ("secrets_outbound.yaml", 0.60, 0.35),  // before 0.264 / 0.264
     ("jailbreak_with_goal.yaml", 0.55, 0.30), // before 0.488 / 0.000; 0.558 / 0.302 with the goal rule
     // clean: at most this share blocked, at most this share flagged
-    ("benign_security_text.yaml", 0.012, 0.152), // before 0.012 / 0.140; +1 detect: content written for AI agents
-    ("benign_agent_traffic.yaml", 0.0, 0.03),    // before 0.000 / 0.030
+    ("benign_security_text.yaml", 0.0, 0.071), // before 0.012 / 0.140; 0.012 / 0.151 with the agent-content rule; now 0.000 / 0.070 (security writing, placeholders)
+    ("benign_agent_traffic.yaml", 0.0, 0.03),  // before 0.000 / 0.030
 ];
 
 #[test]
