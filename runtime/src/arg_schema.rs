@@ -31,7 +31,7 @@ pub fn compile(schema: &Value) -> Result<Validator, String> {
     if !schema.is_object() && !schema.is_boolean() {
         return Err(format!(
             "a JSON Schema is an object or a boolean, not {}",
-            kind_of(schema)
+            crate::event::json_type(schema)
         ));
     }
     let draft = Draft::Draft202012.detect(schema);
@@ -50,17 +50,6 @@ pub fn compile(schema: &Value) -> Result<Validator, String> {
             "" => format!("invalid JSON Schema: {e}"),
             at => format!("invalid JSON Schema: {e} (at schema path {at})"),
         })
-}
-
-fn kind_of(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 /// Why `instance` is outside the schema, naming each violation's place in

@@ -77,6 +77,7 @@ mod tests {
             "/repo/.cursor/rules/style.mdc",
             "/repo/.github/copilot-instructions.md",
             "agents.md",
+            "/home/dev/app/memory.md",
         ] {
             assert!(is_agent_memory_file(p), "{p}");
         }
@@ -87,7 +88,7 @@ mod tests {
         for p in [
             "/home/dev/app/README.md",
             "/home/dev/app/docs/CLAUDE.md.bak",
-            "/home/dev/app/memory.md",
+            "/home/dev/app/memory.markdown",
             "/home/dev/app/memory/notes.txt",
             "/home/dev/app/src/memory/alloc.rs",
             "/repo/docs/copilot-instructions.md",
