@@ -38,6 +38,7 @@ pub mod tone;
 pub mod transform;
 pub mod transform_detectors;
 pub mod triggers;
+pub mod typosquat;
 pub mod validator;
 pub mod word_boundary;
 
