@@ -30,7 +30,7 @@ const FLOORS: held_out::Floors<'static> = &[
     ("persistence.yaml", 0.81, 0.42),  // before 0.63 / 0.26
     ("privesc.yaml", 0.87, 0.58),      // before 0.87 / 0.22
     ("sql_destructive.yaml", 0.65, 0.51), // before 0.56 / 0.41
-    ("supply_chain.yaml", 0.58, 0.43), // before 0.29 / 0.145; typosquat check 0.580 / 0.435
+    ("supply_chain.yaml", 0.57, 0.43), // before 0.290 / 0.145; typosquat check 0.580 / 0.435 (40/69, 30/69)
     // clean: at most this share blocked, at most this share flagged
     ("everyday_commands.yaml", 0.004, 0.12), // before 0.007 / 0.117; now 0.003 / 0.114
     ("lookalikes_clean.yaml", 0.04, 0.27), // before 0.031 / 0.276; now 0.039 / 0.268 (one more blocked)
