@@ -30,7 +30,7 @@ const FLOORS: held_out::Floors<'static> = &[
     ("persistence.yaml", 0.81, 0.42),  // before 0.63 / 0.26
     ("privesc.yaml", 0.87, 0.58),      // before 0.87 / 0.22
     ("sql_destructive.yaml", 0.65, 0.51), // before 0.56 / 0.41
-    ("supply_chain.yaml", 0.28, 0.14), // before 0.28 / 0.14 (not yet covered)
+    ("supply_chain.yaml", 0.57, 0.43), // before 0.290 / 0.145; typosquat check 0.580 / 0.435 (40/69, 30/69)
     // clean: at most this share blocked, at most this share flagged
     // false-positive round (issue 37): before 0.003 / 0.114 (no line 0.886); now 0.001 / 0.008 (no line 0.992)
     ("everyday_commands.yaml", 0.001, 0.008),

@@ -528,6 +528,11 @@ fn load_tree(
             continue;
         }
         let name = sub.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        // `catalogues/`: data the runtime bakes in itself (the package
+        // lists of the typosquat check), not rules of an engine.
+        if name == "catalogues" {
+            continue;
+        }
         let Some(engine) = EngineKind::ALL.into_iter().find(|e| e.as_str() == name) else {
             let known: Vec<&str> = EngineKind::ALL.iter().map(|e| e.as_str()).collect();
             errors.push(CompileError::file(

@@ -461,10 +461,14 @@ fn lower_regex(r: &RegexRule, table: &mut AtomTable) -> Result<Predicate, String
     let mut parts = Vec::new();
     let mut positive = false;
     for spec in specs {
-        let (pattern, negate, field) = match spec {
-            PatternSpec::Bare(p) => (p, false, None),
-            PatternSpec::Full(o) => (o.pattern, o.negate, o.field),
+        let (pattern, negate, field, validate) = match spec {
+            PatternSpec::Bare(p) => (p, false, None, None),
+            PatternSpec::Full(o) => (o.pattern, o.negate, o.field, o.validate),
         };
+        if negate && validate.is_some() {
+            return Err("a negated pattern cannot have `validate`".into());
+        }
+        let validate = validate.or(r.validate);
         let pattern = crate::any_char::respell(&pattern);
         check_regex(&pattern)?;
         let targets = match field {
@@ -479,7 +483,7 @@ fn lower_regex(r: &RegexRule, table: &mut AtomTable) -> Result<Predicate, String
                     AtomKind::Regex {
                         pattern: pattern.clone(),
                         // Negated patterns are plain presence tests.
-                        validator: if negate { None } else { r.validate },
+                        validator: if negate { None } else { validate },
                     },
                 )
             })

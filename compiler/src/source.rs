@@ -166,6 +166,9 @@ pub struct PatternOptions {
     pub negate: bool,
     /// Scan this field instead of the rule's `fields`.
     pub field: Option<String>,
+    /// A check each match of this pattern must also pass (instead of the
+    /// rule's `validate`, which applies to every positive pattern).
+    pub validate: Option<Validator>,
 }
 
 rule_source! {

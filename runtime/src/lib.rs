@@ -39,6 +39,7 @@ pub mod tone;
 pub mod transform;
 pub mod transform_detectors;
 pub mod triggers;
+pub mod typosquat;
 pub mod validator;
 pub mod word_boundary;
 

@@ -349,7 +349,11 @@ fn first_match(
     rule: u32,
 ) -> Option<String> {
     let program = engine.program();
-    for atom in hit_atoms(engine, verdict, rule) {
+    let mut atoms = hit_atoms(engine, verdict, rule);
+    // A validated match is the specific evidence (the card number, the
+    // typosquatted name) beside a context pattern's (the file written).
+    atoms.sort_by_key(|a| program.atoms[*a as usize].validator.is_none());
+    for atom in atoms {
         let Some(re) = engine.span_regex(atom) else {
             continue;
         };
@@ -362,7 +366,12 @@ fn first_match(
                     .find_iter(v)
                     .find(|m| spec.validator.is_none_or(|c| c.check(&v[m.range()])));
                 if let Some(m) = valid {
-                    found = Some(v[m.range()].trim().chars().take(MAX_MATCH_CHARS).collect());
+                    let text = &v[m.range()];
+                    let mut shown: String = text.trim().chars().take(MAX_MATCH_CHARS).collect();
+                    if let Some(why) = spec.validator.and_then(|c| c.explain(text)) {
+                        shown = format!("{shown} ({why})");
+                    }
+                    found = Some(shown);
                 }
             }
         });

@@ -1,7 +1,10 @@
 //! Checks a regex cannot express, applied to each match of an atom: a
 //! payment card number is only a card number if its Luhn digit is right,
 //! an IBAN only if its mod-97 checksum is. Without them, PII rules would
-//! fire on every long number (order ids, timestamps, hashes).
+//! fire on every long number (order ids, timestamps, hashes). The
+//! typosquat checks read package names out of an install command or a
+//! dependency-file entry and look them up among each ecosystem's most-used
+//! names (`crate::typosquat`).
 
 use serde::{Deserialize, Serialize};
 
@@ -13,6 +16,21 @@ pub enum Validator {
     Luhn,
     /// The ISO 13616 mod-97 checksum of an IBAN; spaces are ignored.
     Iban,
+    /// An install command (the shell analysis's `argv`: `pip install …`,
+    /// `npm i …`, `cargo add …`, `gem install …`) names a package that
+    /// imitates a popular one of its ecosystem.
+    #[serde(rename = "typosquat_command")]
+    TyposquatCommand,
+    /// A dependency-file entry (requirements.txt, pyproject.toml) whose
+    /// first name imitates a popular PyPI project.
+    #[serde(rename = "typosquat_pypi")]
+    TyposquatPypi,
+    /// A package.json dependency entry imitating a popular npm package.
+    #[serde(rename = "typosquat_npm")]
+    TyposquatNpm,
+    /// A Cargo.toml dependency entry imitating a popular crate.
+    #[serde(rename = "typosquat_crates")]
+    TyposquatCrates,
 }
 
 impl Validator {
@@ -20,7 +38,28 @@ impl Validator {
         match self {
             Validator::Luhn => luhn(text),
             Validator::Iban => iban(text),
+            _ => self.typosquat(text).is_some(),
         }
+    }
+
+    /// For a typosquat check, the name found and the popular name it
+    /// imitates.
+    pub fn typosquat(self, text: &str) -> Option<(&str, &'static str)> {
+        use crate::typosquat::{in_command, in_entry, Ecosystem};
+        match self {
+            Validator::Luhn | Validator::Iban => None,
+            Validator::TyposquatCommand => in_command(text),
+            Validator::TyposquatPypi => in_entry(Ecosystem::PyPi, text),
+            Validator::TyposquatNpm => in_entry(Ecosystem::Npm, text),
+            Validator::TyposquatCrates => in_entry(Ecosystem::Crates, text),
+        }
+    }
+
+    /// What a finding should say about a match beyond its text: for a
+    /// typosquat, the package it imitates.
+    pub fn explain(self, text: &str) -> Option<String> {
+        self.typosquat(text)
+            .map(|(name, popular)| format!("`{name}` imitates the popular package `{popular}`"))
     }
 }
 
