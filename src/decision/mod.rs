@@ -418,11 +418,7 @@ impl DecisionService {
 
     /// Step 1, and the event prepared for the evaluators.
     fn prepare(&self, mut event: Event, origin: &Origin) -> (Arc<RulesInForce>, PreparedEvent) {
-        if event.session_id.is_none() {
-            event.session_id.clone_from(&origin.session_id);
-        }
-        // The authenticated tenant, whatever the event says (it cannot say).
-        event.tenant.clone_from(&origin.tenant);
+        origin.stamp(&mut event);
         let current = self.current.load_full();
         let prepared = prepare(&current, event, self.approvals.as_deref());
         (current, prepared)
@@ -438,11 +434,7 @@ impl DecisionService {
         started: Instant,
     ) -> Result<Pending, Report> {
         let mut event = event;
-        if event.session_id.is_none() {
-            event.session_id.clone_from(&origin.session_id);
-        }
-        // The authenticated tenant, whatever the event says (it cannot say).
-        event.tenant.clone_from(&origin.tenant);
+        origin.stamp(&mut event);
         let current = self.current.load_full();
         let engine = current.engine.clone();
         let kept = event.clone();

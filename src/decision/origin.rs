@@ -91,6 +91,16 @@ impl Origin {
         }
     }
 
+    /// What the origin knows that the event does not say: its session,
+    /// when the event has none, and always the authenticated tenant (an
+    /// event cannot name one).
+    pub fn stamp(&self, event: &mut parallax_runtime::Event) {
+        if event.session_id.is_none() {
+            event.session_id.clone_from(&self.session_id);
+        }
+        event.tenant.clone_from(&self.tenant);
+    }
+
     /// The same origin for `tenant` (from the request's authentication).
     pub fn for_tenant(mut self, tenant: Option<String>) -> Origin {
         self.tenant = tenant;

@@ -85,35 +85,13 @@ pub const PROXY_TOKEN_HEADER: &str = "x-parallax-token";
 
 /// Whether a proxied request carries `X-Parallax-Token: <token>`.
 pub fn proxy_authorized(headers: &HeaderMap, token: &str) -> bool {
-    headers
-        .get(PROXY_TOKEN_HEADER)
-        .is_some_and(|v| v.as_bytes().trim_ascii().ct_eq(token.as_bytes()).into())
-}
-
-/// Whether `headers` carry `X-Api-Key: <token>`: how LiteLLM's generic
-/// guardrail sends its configured `api_key`.
-pub fn api_key_authorized(headers: &HeaderMap, token: &str) -> bool {
-    headers
-        .get("x-api-key")
-        .is_some_and(|v| v.as_bytes().trim_ascii().ct_eq(token.as_bytes()).into())
+    header_token(headers, PROXY_TOKEN_HEADER).is_some_and(|t| t.ct_eq(token.as_bytes()).into())
 }
 
 /// Whether `headers` carry `Authorization: Bearer <token>`.
 pub fn authorized(headers: &HeaderMap, token: &str) -> bool {
-    let Some(value) = headers.get(AUTHORIZATION) else {
-        return false;
-    };
-    let value = value.as_bytes();
-    let Some(scheme_end) = value.iter().position(|b| *b == b' ') else {
-        return false;
-    };
-    let (scheme, rest) = value.split_at(scheme_end);
-    if !scheme.eq_ignore_ascii_case(b"bearer") {
-        return false;
-    }
-    let given = rest.trim_ascii();
     // Length is not secret (tokens have a fixed format); content is.
-    given.ct_eq(token.as_bytes()).into()
+    bearer(headers).is_some_and(|given| given.ct_eq(token.as_bytes()).into())
 }
 
 #[cfg(test)]

@@ -71,80 +71,23 @@ pub async fn handle(
     if path == "/slack/interactions" {
         return Ok(super::slack::interactions(req, &service).await);
     }
-    let path = req.uri().path().to_string();
-    let path = path.as_str();
+    let path = req.uri().path();
     let proxied = doors.proxy.as_ref().is_some_and(|p| p.owns(path));
-    let tenants = &service.settings.tenants;
-    let guarded = server.auth_token.is_some() || !tenants.is_empty();
-    if path != "/health" && path != "/ready" && guarded {
-        {
-            // On proxy paths `Authorization` is the agent's API key, so the
-            // token comes in a header of its own.
-            let headers = req.headers();
-            let presented: Vec<&[u8]> = if proxied {
-                auth::header_token(headers, auth::PROXY_TOKEN_HEADER)
-                    .into_iter()
-                    .collect()
-            } else if path == super::litellm::PATH {
-                auth::bearer(headers)
-                    .into_iter()
-                    .chain(auth::header_token(headers, "x-api-key"))
-                    .collect()
-            } else {
-                auth::bearer(headers).into_iter().collect()
-            };
-            let operator = server
-                .auth_token
-                .as_ref()
-                .is_some_and(|t| presented.iter().any(|p| bool::from(p.ct_eq(t.as_bytes()))));
-            let caller = if operator {
-                Some(auth::Caller::Operator)
-            } else {
-                presented
-                    .iter()
-                    .find_map(|p| auth::tenant_for(p, tenants))
-                    .map(auth::Caller::Tenant)
-            };
-            // A tenant's token reaches the decision endpoints only: the
-            // rules, the metrics and reloads are the operator's.
-            if matches!(caller, Some(auth::Caller::Tenant(_)))
-                && !(proxied || is_decision_path(path))
-            {
-                service.metrics.unauthorized.fetch_add(1, Relaxed);
-                return Ok(error(
-                    StatusCode::FORBIDDEN,
-                    "forbidden",
-                    format!("`{path}` is the operator's (server.auth_token); a tenant's token may only ask for decisions"),
-                ));
-            }
-            let ok = caller.is_some();
-            if let Some(c) = caller {
-                req.extensions_mut().insert(c);
-            }
-            if !ok {
-                service.metrics.unauthorized.fetch_add(1, Relaxed);
-                let mut r = error(
-                    StatusCode::UNAUTHORIZED,
-                    "unauthorized",
-                    if proxied {
-                        "proxy paths require `X-Parallax-Token: <token>` (server.auth_token)"
-                    } else {
-                        "this endpoint requires `Authorization: Bearer <token>` (server.auth_token)"
-                    }
-                    .into(),
-                );
-                r.headers_mut()
-                    .insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-                return Ok(r);
-            }
+    match authenticate(&req, path, proxied, &service) {
+        Ok(Some(caller)) => {
+            req.extensions_mut().insert(caller);
         }
+        Ok(None) => {}
+        Err(refused) => return Ok(*refused),
     }
     // The caller's W3C trace context (`traceparent`), when telemetry is
     // on: the decisions this request makes are spans in its trace.
     let trace = propagation::extract(service.telemetry(), req.headers());
     if let Some(proxy) = doors.proxy.filter(|_| proxied) {
         let call = match (service.telemetry(), trace) {
-            (Some(t), Some(parent)) => Some(t.proxy_span(&parent, req.method().as_str(), path)),
+            (Some(t), Some(parent)) => {
+                Some(t.proxy_span(&parent, req.method().as_str(), req.uri().path()))
+            }
             _ => None,
         };
         let response = propagation::within(
@@ -188,6 +131,81 @@ async fn route(req: Request<Incoming>, service: &Arc<DecisionService>) -> Respon
                  POST /admin/reload, GET /ui)"
             ),
         ),
+    }
+}
+
+/// Who the request is (`None`: nothing to check — /health, /ready, or no
+/// `server.auth_token` and no tenants), or the refusal: 401 for a missing
+/// or unknown token, 403 for a tenant's token outside the decision
+/// endpoints (the rules, the metrics and reloads are the operator's).
+fn authenticate(
+    req: &Request<Incoming>,
+    path: &str,
+    proxied: bool,
+    service: &DecisionService,
+) -> Result<Option<auth::Caller>, Box<Response<Body>>> {
+    let server = &service.settings.server;
+    let tenants = &service.settings.tenants;
+    if path == "/health" || path == "/ready" || (server.auth_token.is_none() && tenants.is_empty())
+    {
+        return Ok(None);
+    }
+    // On proxy paths `Authorization` is the agent's API key, so the token
+    // comes in a header of its own.
+    let headers = req.headers();
+    let presented: Vec<&[u8]> = if proxied {
+        auth::header_token(headers, auth::PROXY_TOKEN_HEADER)
+            .into_iter()
+            .collect()
+    } else if path == super::litellm::PATH {
+        auth::bearer(headers)
+            .into_iter()
+            .chain(auth::header_token(headers, "x-api-key"))
+            .collect()
+    } else {
+        auth::bearer(headers).into_iter().collect()
+    };
+    let operator = server
+        .auth_token
+        .as_ref()
+        .is_some_and(|t| presented.iter().any(|p| bool::from(p.ct_eq(t.as_bytes()))));
+    let caller = if operator {
+        Some(auth::Caller::Operator)
+    } else {
+        presented
+            .iter()
+            .find_map(|p| auth::tenant_for(p, tenants))
+            .map(auth::Caller::Tenant)
+    };
+    match caller {
+        Some(auth::Caller::Tenant(_)) if !(proxied || is_decision_path(path)) => {
+            service.metrics.unauthorized.fetch_add(1, Relaxed);
+            Err(Box::new(error(
+                StatusCode::FORBIDDEN,
+                "forbidden",
+                format!(
+                    "`{path}` is the operator's (server.auth_token); a tenant's token may only \
+                     ask for decisions"
+                ),
+            )))
+        }
+        Some(c) => Ok(Some(c)),
+        None => {
+            service.metrics.unauthorized.fetch_add(1, Relaxed);
+            let mut r = error(
+                StatusCode::UNAUTHORIZED,
+                "unauthorized",
+                if proxied {
+                    "proxy paths require `X-Parallax-Token: <token>` (server.auth_token)"
+                } else {
+                    "this endpoint requires `Authorization: Bearer <token>` (server.auth_token)"
+                }
+                .into(),
+            );
+            r.headers_mut()
+                .insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            Err(Box::new(r))
+        }
     }
 }
 
